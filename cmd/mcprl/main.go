@@ -1,0 +1,20 @@
+// Command mcprl trains LLM agents to call Model Context Protocol tools with
+// reinforcement learning (GRPO) against a live MCP sandbox.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newRootCmd().ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "mcprl:", err)
+		os.Exit(1)
+	}
+}

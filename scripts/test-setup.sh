@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Installs and starts what the test suite needs on a Debian machine (run as root):
+# PostgreSQL 15 with a test role and database, and the npm packages tests drive.
+# Writes .ci/env with the variables the tests read. Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v pg_ctlcluster >/dev/null 2>&1 || need_apt+=(postgresql)
+command -v node >/dev/null 2>&1 || need_apt+=(nodejs npm)
+command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
+fi
+
+# PostgreSQL: start the first cluster found (create one if none), then a test role and database.
+if ! pg_lsclusters -h 2>/dev/null | grep -q .; then
+  ver=$(ls /usr/lib/postgresql | sort -n | tail -1)
+  pg_createcluster "$ver" main
+fi
+read -r ver name port status _ < <(pg_lsclusters -h | head -1)
+if [ "$status" != "online" ]; then
+  pg_ctlcluster "$ver" "$name" start
+fi
+for _ in $(seq 1 30); do
+  su postgres -c "pg_isready -q -p $port" && break
+  sleep 1
+done
+su postgres -c "psql -p $port -v ON_ERROR_STOP=1 -q" <<'SQL'
+DO $$ BEGIN
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mcprl') THEN
+    CREATE ROLE mcprl LOGIN PASSWORD 'mcprl' CREATEDB CREATEROLE;
+  END IF;
+END $$;
+SELECT 'CREATE DATABASE mcprl_test OWNER mcprl'
+WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = 'mcprl_test')\gexec
+SQL
+
+# npm packages that tests drive (MCP Inspector CLI, reference MCP servers).
+if [ -f testdata/npm/package.json ]; then
+  (cd testdata/npm && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+cat > .ci/env <<ENV
+export MCPRL_TEST_POSTGRES='postgres://mcprl:mcprl@127.0.0.1:${port}/mcprl_test?sslmode=disable'
+ENV
+echo "test services ready (PostgreSQL on port $port)"
