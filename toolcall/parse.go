@@ -1,0 +1,159 @@
+package toolcall
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// The tags around one call, as Qwen2.5/Qwen3 and Hermes chat templates write them.
+const (
+	OpenTag  = "<tool_call>"
+	CloseTag = "</tool_call>"
+)
+
+// ErrorKind classifies why a call could not be parsed.
+type ErrorKind string
+
+// The kinds of ParseError.
+const (
+	ErrBadJSON      ErrorKind = "bad_json"      // the text between the tags is not one JSON value
+	ErrNotObject    ErrorKind = "not_object"    // the JSON is valid but not an object
+	ErrMissingName  ErrorKind = "missing_name"  // no "name", or it is not a non-empty string
+	ErrArguments    ErrorKind = "bad_arguments" // "arguments" is present but not an object
+	ErrUnterminated ErrorKind = "unterminated"  // <tool_call> without its </tool_call>
+	ErrUnknownTool  ErrorKind = "unknown_tool"  // the name is not in the catalog
+)
+
+// ParseError says why one tool call could not be used. Its message is
+// written for the model: a rollout shows it as the call's observation.
+type ParseError struct {
+	Kind   ErrorKind
+	Offset int // byte offset of the call's opening tag in the text
+	Msg    string
+}
+
+func (e *ParseError) Error() string { return e.Msg }
+
+// Parsed is one <tool_call> block found in a text: the call when it is
+// well-formed, otherwise Err. Raw is the text between the tags (to the end
+// of the text when unterminated); Start and End delimit the whole block,
+// tags included.
+type Parsed struct {
+	Call       Call
+	Raw        string
+	Start, End int
+	Err        *ParseError
+}
+
+// Parse finds every <tool_call>...</tool_call> block in text, in order, and
+// decodes each as {"name": string, "arguments": object}. An absent
+// "arguments" means {}. It never panics: each malformed block is returned
+// with Err set. An opening tag met again before the closing tag ends the
+// first block as unterminated.
+func Parse(text string) []Parsed {
+	var out []Parsed
+	pos := 0
+	for {
+		i := strings.Index(text[pos:], OpenTag)
+		if i < 0 {
+			return out
+		}
+		start := pos + i
+		body := start + len(OpenTag)
+		j := strings.Index(text[body:], CloseTag)
+		k := strings.Index(text[body:], OpenTag)
+		if j < 0 || (k >= 0 && k < j) {
+			end := len(text)
+			if k >= 0 {
+				end = body + k
+			}
+			out = append(out, Parsed{Raw: text[body:end], Start: start, End: end,
+				Err: &ParseError{Kind: ErrUnterminated, Offset: start,
+					Msg: "tool call is not terminated: " + OpenTag + " must be closed by " + CloseTag}})
+			pos = end
+			continue
+		}
+		end := body + j + len(CloseTag)
+		raw := text[body : body+j]
+		p := Parsed{Raw: raw, Start: start, End: end}
+		p.Call, p.Err = decode(raw, start)
+		out = append(out, p)
+		pos = end
+	}
+}
+
+// ParseKnown is Parse followed by a check of every well-formed call's name
+// against the catalog: a name not in it becomes an ErrUnknownTool error.
+func ParseKnown(text string, catalog []string) []Parsed {
+	ps := Parse(text)
+	for i := range ps {
+		p := &ps[i]
+		if p.Err != nil {
+			continue
+		}
+		known := false
+		for _, name := range catalog {
+			if name == p.Call.Name {
+				known = true
+				break
+			}
+		}
+		if !known {
+			p.Err = &ParseError{Kind: ErrUnknownTool, Offset: p.Start,
+				Msg: fmt.Sprintf("unknown tool %q: available tools are %s", p.Call.Name, strings.Join(catalog, ", "))}
+		}
+	}
+	return ps
+}
+
+func decode(raw string, offset int) (Call, *ParseError) {
+	bad := func(kind ErrorKind, format string, a ...any) (Call, *ParseError) {
+		return Call{}, &ParseError{Kind: kind, Offset: offset, Msg: fmt.Sprintf(format, a...)}
+	}
+	trimmed := strings.TrimSpace(raw)
+	var probe any
+	if err := json.Unmarshal([]byte(trimmed), &probe); err != nil {
+		return bad(ErrBadJSON, "tool call is not valid JSON: %v", err)
+	}
+	if _, ok := probe.(map[string]any); !ok {
+		return bad(ErrNotObject, "tool call must be a JSON object {\"name\": ..., \"arguments\": {...}}")
+	}
+	var fields struct {
+		Name      json.RawMessage `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if err := json.Unmarshal([]byte(trimmed), &fields); err != nil {
+		return bad(ErrBadJSON, "tool call is not valid JSON: %v", err)
+	}
+	var name string
+	if len(fields.Name) == 0 || json.Unmarshal(fields.Name, &name) != nil || name == "" {
+		return bad(ErrMissingName, "tool call needs a \"name\" that is a non-empty string")
+	}
+	args := bytes.TrimSpace(fields.Arguments)
+	switch {
+	case len(args) == 0:
+		args = []byte("{}")
+	case args[0] != '{':
+		return bad(ErrArguments, "tool call %q: \"arguments\" must be a JSON object", name)
+	}
+	return Call{Name: name, Arguments: json.RawMessage(args)}, nil
+}
+
+// StripCalls returns text with every tool-call block removed and the rest
+// trimmed: what the agent said around its calls.
+func StripCalls(text string) string {
+	ps := Parse(text)
+	if len(ps) == 0 {
+		return strings.TrimSpace(text)
+	}
+	var b strings.Builder
+	pos := 0
+	for _, p := range ps {
+		b.WriteString(text[pos:p.Start])
+		pos = p.End
+	}
+	b.WriteString(text[pos:])
+	return strings.TrimSpace(b.String())
+}
