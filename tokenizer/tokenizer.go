@@ -15,8 +15,9 @@ package tokenizer
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
-	"path/filepath"
+	"path"
 	"regexp"
 	"sort"
 	"strings"
@@ -88,17 +89,27 @@ type tokenizerConfig struct {
 // BPE model, NFC or no normalizer, a Split + ByteLevel pre-tokenizer) and
 // tokenizer_config.json (eos_token, pad_token, chat_template).
 func Load(dir string) (*Tokenizer, error) {
-	rawJSON, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
+	t, err := LoadFS(os.DirFS(dir), ".")
 	if err != nil {
-		return nil, fmt.Errorf("tokenizer: %w", err)
+		return nil, fmt.Errorf("tokenizer %s: %w", dir, err)
 	}
-	rawCfg, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
+	t.dir = dir
+	return t, nil
+}
+
+// LoadFS is Load from a directory of a file system (an embed.FS, say).
+func LoadFS(fsys fs.FS, dir string) (*Tokenizer, error) {
+	rawJSON, err := fs.ReadFile(fsys, path.Join(dir, "tokenizer.json"))
 	if err != nil {
-		return nil, fmt.Errorf("tokenizer: %w", err)
+		return nil, err
+	}
+	rawCfg, err := fs.ReadFile(fsys, path.Join(dir, "tokenizer_config.json"))
+	if err != nil {
+		return nil, err
 	}
 	t, err := parse(rawJSON, rawCfg)
 	if err != nil {
-		return nil, fmt.Errorf("tokenizer %s: %w", dir, err)
+		return nil, err
 	}
 	t.dir = dir
 	return t, nil
@@ -472,4 +483,10 @@ func (t *Tokenizer) sortedAdded() []AddedToken {
 	a := t.AddedTokens()
 	sort.SliceStable(a, func(i, j int) bool { return a[i].ID < a[j].ID })
 	return a
+}
+
+// TokenString is TokenBytes as a string ("" for an unknown id).
+func (t *Tokenizer) TokenString(id int) string {
+	b, _ := t.TokenBytes(id)
+	return string(b)
 }

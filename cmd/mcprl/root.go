@@ -12,5 +12,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.AddCommand(newTokenizeCmd())
+	root.AddCommand(newTokenizerCmd())
 	return root
 }

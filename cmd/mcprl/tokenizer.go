@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcprl/mcprl/tokenizer"
+)
+
+// newTokenizerCmd groups tokenizer maintenance commands.
+func newTokenizerCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "tokenizer",
+		Short: "Tokenizer maintenance: build a reduced vocabulary",
+		Long:  "Commands that work on a Hugging Face tokenizer directory (tokenizer.json + tokenizer_config.json).",
+	}
+	cmd.AddCommand(newTokenizerReduceCmd())
+	return cmd
+}
+
+func newTokenizerReduceCmd() *cobra.Command {
+	var dir, out string
+	var merges, size int
+	cmd := &cobra.Command{
+		Use:   "reduce --tokenizer DIR (--vocab K | --size N) --out DIR",
+		Short: "Write a smaller byte-level BPE tokenizer: 256 byte tokens + the first K merges + the added tokens",
+		Long: `reduce keeps the 256 byte tokens, the first K merges (BPE merges are ranked, so these are the most
+frequent pieces) and all added tokens (<|im_start|>, <|im_end|>, <tool_call>, ...), renumbered compactly,
+with the same normalizer, split pattern and chat template. The output directory holds an ordinary
+tokenizer.json + tokenizer_config.json that Hugging Face loads like any Qwen2 tokenizer, for models
+trained from scratch whose embedding and output layers must stay small.
+
+Example (the small tokenizer embedded in package tokenizer, 2,048 ids):
+  mcprl tokenizer reduce --tokenizer tokenizer/testdata/qwen2.5 --size 2048 --out tokenizer/small/qwen2.5-2048`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if (merges < 0) == (size < 0) {
+				return fmt.Errorf("give exactly one of --vocab (merges to keep) and --size (total ids)")
+			}
+			t, err := tokenizer.Load(dir)
+			if err != nil {
+				return err
+			}
+			k := merges
+			if size >= 0 {
+				k = size - 256 - len(t.AddedTokens())
+				if k < 0 {
+					return fmt.Errorf("--size %d is below the 256 byte tokens + %d added tokens", size, len(t.AddedTokens()))
+				}
+			}
+			r, err := t.Reduce(k)
+			if err != nil {
+				return err
+			}
+			if err := r.Save(out); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %d ids (256 bytes + %d merges + %d added tokens; was %d ids)\n",
+				out, r.VocabSize(), r.NumMerges(), len(r.AddedTokens()), t.VocabSize())
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "tokenizer", "", "Hugging Face tokenizer directory to reduce (tokenizer.json, tokenizer_config.json)")
+	cmd.Flags().IntVar(&merges, "vocab", -1, "number K of BPE merges to keep (ids = 256 + K + added tokens)")
+	cmd.Flags().IntVar(&size, "size", -1, "total number of ids wanted, added tokens included (sets K = size - 256 - added)")
+	cmd.Flags().StringVar(&out, "out", "", "output directory (created; its tokenizer.json and tokenizer_config.json are overwritten)")
+	_ = cmd.MarkFlagRequired("tokenizer")
+	_ = cmd.MarkFlagRequired("out")
+	return cmd
+}
