@@ -1,0 +1,321 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"modernc.org/sqlite"
+)
+
+// sqliteDSN opens a private in-memory database in defensive mode (no
+// writable_schema tricks, no corrupting the file format).
+const sqliteDSN = ":memory:?_defensive=1"
+
+// sqliteConn is what the modernc driver's connections offer beyond driver.Conn.
+type sqliteConn interface {
+	driver.Conn
+	driver.ExecerContext
+	driver.QueryerContext
+	sqlite.AuthorizerRegisterer
+	Serialize() ([]byte, error)
+	Deserialize([]byte) error
+}
+
+type sqliteTemplate struct {
+	drv   *sqlite.Driver
+	image []byte // the serialized template database
+}
+
+func newSQLiteTemplate(ctx context.Context, schemaSQL, dataSQL string) (*sqliteTemplate, error) {
+	t := &sqliteTemplate{drv: &sqlite.Driver{}}
+	c, err := t.open()
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	for _, part := range []struct{ name, sql string }{{"schema.sql", schemaSQL}, {"data.sql", dataSQL}} {
+		if strings.TrimSpace(part.sql) == "" {
+			continue
+		}
+		if _, err := c.ExecContext(ctx, part.sql, nil); err != nil {
+			return nil, fmt.Errorf("sqldb: sqlite: %s: %w", part.name, err)
+		}
+	}
+	img, err := c.Serialize()
+	if err != nil {
+		return nil, fmt.Errorf("sqldb: sqlite: serialize template: %w", err)
+	}
+	t.image = img
+	return t, nil
+}
+
+func (t *sqliteTemplate) open() (sqliteConn, error) {
+	dc, err := t.drv.Open(sqliteDSN)
+	if err != nil {
+		return nil, fmt.Errorf("sqldb: sqlite: open: %w", err)
+	}
+	c, ok := dc.(sqliteConn)
+	if !ok {
+		dc.Close()
+		return nil, fmt.Errorf("sqldb: sqlite: driver connection %T lacks serialize/authorizer support", dc)
+	}
+	// Keep temporary tables and sort spills in memory: a fork writes no file.
+	if _, err := c.ExecContext(context.Background(), "PRAGMA temp_store = MEMORY; PRAGMA trusted_schema = OFF", nil); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("sqldb: sqlite: configure: %w", err)
+	}
+	return c, nil
+}
+
+func (t *sqliteTemplate) fork(ctx context.Context) (forkConn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c, err := t.open()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Deserialize(t.image); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("sqldb: sqlite: deserialize: %w", err)
+	}
+	f := &sqliteFork{c: c}
+	if err := c.RegisterAuthorizer(f.authorize); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("sqldb: sqlite: authorizer: %w", err)
+	}
+	return f, nil
+}
+
+func (t *sqliteTemplate) close() error {
+	t.image = nil
+	return nil
+}
+
+type sqliteFork struct {
+	c        sqliteConn
+	readOnly bool   // the oracle is running: deny every write
+	denied   string // why the authorizer last refused, for the error message
+}
+
+// readOnlyPragmas are the PRAGMAs the policy may run: they only read the schema.
+var readOnlyPragmas = map[string]bool{
+	"table_info": true, "table_xinfo": true, "table_list": true, "index_list": true,
+	"index_info": true, "index_xinfo": true, "foreign_key_list": true, "foreign_key_check": true,
+	"integrity_check": true, "quick_check": true, "collation_list": true,
+}
+
+// deniedFunctions could reach outside the database.
+var deniedFunctions = map[string]bool{
+	"load_extension": true, "fts3_tokenizer": true, "readfile": true, "writefile": true, "edit": true,
+}
+
+// authorize is SQLite's authorizer for this fork: it runs while each
+// statement compiles, so nothing hides from it (comments, case, triggers).
+func (f *sqliteFork) authorize(action sqlite.AuthorizerActionCode, arg1, arg2, dbName, _ string) sqlite.AuthorizerReturnCode {
+	deny := func(why string) sqlite.AuthorizerReturnCode {
+		if f.denied == "" {
+			f.denied = why
+		}
+		return sqlite.AuthorizerDeny
+	}
+	switch action {
+	case sqlite.AuthSelect, sqlite.AuthRead, sqlite.AuthRecursive:
+		return sqlite.AuthorizerOK
+	case sqlite.AuthFunction:
+		if deniedFunctions[strings.ToLower(arg2)] {
+			return deny(fmt.Sprintf("the function %s() is not allowed", arg2))
+		}
+		return sqlite.AuthorizerOK
+	case sqlite.AuthPragma:
+		name := strings.ToLower(arg1)
+		if readOnlyPragmas[name] && (arg2 == "" || name != "integrity_check" && name != "quick_check" || isDigits(arg2)) {
+			return sqlite.AuthorizerOK
+		}
+		return deny(fmt.Sprintf("PRAGMA %s is not allowed (only schema-reading PRAGMAs such as table_info, index_list, foreign_key_list, foreign_key_check, integrity_check)", arg1))
+	case sqlite.AuthAttach:
+		return deny("ATTACH is not allowed: the database is the only one this tool can use")
+	case sqlite.AuthDetach:
+		return deny("DETACH is not allowed")
+	case sqlite.AuthCreateVTable, sqlite.AuthDropVTable:
+		return deny("virtual tables are not allowed")
+	}
+	if f.readOnly {
+		return deny("the oracle is read-only")
+	}
+	if dbName != "" && dbName != "main" && dbName != "temp" {
+		return deny(fmt.Sprintf("database %q is not allowed", dbName))
+	}
+	// Writes and schema changes of this fork's own private copy.
+	return sqlite.AuthorizerOK
+}
+
+func isDigits(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func (f *sqliteFork) query(ctx context.Context, src string, lim limits) (*Result, error) {
+	st, qerr := singleStatement(src, dialectSQLite)
+	if qerr != nil {
+		return nil, qerr
+	}
+	switch st.firstWord() {
+	case "vacuum":
+		return nil, refused("VACUUM is not allowed (VACUUM INTO would write a file)")
+	case "attach":
+		return nil, refused("ATTACH is not allowed: the database is the only one this tool can use")
+	case "detach":
+		return nil, refused("DETACH is not allowed")
+	}
+	return f.run(ctx, src, lim)
+}
+
+func (f *sqliteFork) oracle(ctx context.Context, src string, lim limits) (*Result, error) {
+	f.readOnly = true
+	defer func() { f.readOnly = false }()
+	res, err := f.run(ctx, src, lim)
+	var qe *QueryError
+	if errors.As(err, &qe) {
+		return nil, fmt.Errorf("sqldb: oracle %q: %w", clip(src, 80), err)
+	}
+	return res, err
+}
+
+// run executes one statement and collects its rows within the caps.
+func (f *sqliteFork) run(ctx context.Context, src string, lim limits) (*Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	before, err := f.totalChanges()
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := callCtx(ctx, lim.timeout)
+	defer cancel()
+	f.denied = ""
+	res, err := f.collect(cctx, src, lim)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if timedOut(cctx) {
+			return nil, timeoutError(lim.timeout, err)
+		}
+		if f.denied != "" {
+			return nil, &QueryError{Kind: KindRefused, Msg: "refused: " + f.denied, Err: err}
+		}
+		var se *sqlite.Error
+		if errors.As(err, &se) {
+			return nil, &QueryError{Kind: KindSQL, Msg: "SQL error: " + sqliteMessage(se), Err: err}
+		}
+		return nil, fmt.Errorf("sqldb: sqlite: %w", err)
+	}
+	after, err := f.totalChanges()
+	if err != nil {
+		return nil, err
+	}
+	res.RowsAffected = after - before
+	return res, nil
+}
+
+func (f *sqliteFork) collect(ctx context.Context, src string, lim limits) (*Result, error) {
+	rows, err := f.c.QueryContext(ctx, src, nil)
+	if err != nil {
+		return nil, err
+	}
+	cols := rows.Columns()
+	col := newCollector(cols, lim)
+	dest := make([]driver.Value, len(cols))
+	for {
+		if err := rows.Next(dest); err != nil {
+			if err == io.EOF {
+				break
+			}
+			rows.Close()
+			return nil, err
+		}
+		row := make([]any, len(dest))
+		for i, v := range dest {
+			row[i] = normalize(v)
+		}
+		if !col.add(row) {
+			break
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	return col.res, nil
+}
+
+func (f *sqliteFork) totalChanges() (int64, error) {
+	rows, err := f.c.QueryContext(context.Background(), "SELECT total_changes()", nil)
+	if err != nil {
+		return 0, fmt.Errorf("sqldb: sqlite: total_changes: %w", err)
+	}
+	defer rows.Close()
+	dest := make([]driver.Value, 1)
+	if err := rows.Next(dest); err != nil {
+		return 0, fmt.Errorf("sqldb: sqlite: total_changes: %w", err)
+	}
+	n, _ := dest[0].(int64)
+	return n, nil
+}
+
+// sqliteMessage strips the driver's error-code decoration.
+func sqliteMessage(e *sqlite.Error) string {
+	msg := e.Error()
+	if i := strings.LastIndex(msg, " ("); i > 0 && strings.HasSuffix(msg, ")") {
+		msg = msg[:i]
+	}
+	return msg
+}
+
+func (f *sqliteFork) tables(ctx context.Context) ([]Table, error) {
+	f.readOnly = true
+	defer func() { f.readOnly = false }()
+	const q = `SELECT m.name, p.name, p.type, p."notnull", p.pk
+FROM sqlite_schema AS m JOIN pragma_table_info(m.name) AS p
+WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite\_%' ESCAPE '\'
+ORDER BY m.name, p.cid`
+	rows, err := f.c.QueryContext(ctx, q, nil)
+	if err != nil {
+		return nil, fmt.Errorf("sqldb: sqlite: tables: %w", err)
+	}
+	defer rows.Close()
+	var out []Table
+	dest := make([]driver.Value, 5)
+	for {
+		if err := rows.Next(dest); err != nil {
+			if err == io.EOF {
+				break
+			}
+			return nil, fmt.Errorf("sqldb: sqlite: tables: %w", err)
+		}
+		tname, _ := dest[0].(string)
+		cname, _ := dest[1].(string)
+		ctype, _ := dest[2].(string)
+		notNull, _ := dest[3].(int64)
+		pk, _ := dest[4].(int64)
+		if len(out) == 0 || out[len(out)-1].Name != tname {
+			out = append(out, Table{Name: tname})
+		}
+		t := &out[len(out)-1]
+		t.Columns = append(t.Columns, Column{Name: cname, Type: ctype, NotNull: notNull != 0 || pk > 0, PrimaryKey: pk > 0})
+	}
+	return out, nil
+}
+
+func (f *sqliteFork) close() error {
+	f.c.RegisterAuthorizer(nil)
+	return f.c.Close()
+}
