@@ -235,6 +235,14 @@ func (f *sqliteFork) collect(ctx context.Context, src string, lim limits) (*Resu
 	cols := rows.Columns()
 	col := newCollector(cols, lim)
 	dest := make([]driver.Value, len(cols))
+	// Columns declared BOOLEAN hold 0/1 in SQLite; report them as booleans
+	// like PostgreSQL does.
+	isBool := make([]bool, len(cols))
+	if tn, ok := rows.(driver.RowsColumnTypeDatabaseTypeName); ok {
+		for i := range cols {
+			isBool[i] = strings.EqualFold(tn.ColumnTypeDatabaseTypeName(i), "BOOLEAN")
+		}
+	}
 	for {
 		if err := rows.Next(dest); err != nil {
 			if err == io.EOF {
@@ -245,6 +253,10 @@ func (f *sqliteFork) collect(ctx context.Context, src string, lim limits) (*Resu
 		}
 		row := make([]any, len(dest))
 		for i, v := range dest {
+			if n, ok := v.(int64); ok && isBool[i] && (n == 0 || n == 1) {
+				row[i] = n == 1
+				continue
+			}
 			row[i] = normalize(v)
 		}
 		if !col.add(row) {
