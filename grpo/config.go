@@ -196,12 +196,12 @@ func Load(path string) (*Config, error) {
 // Unknown keys and values of the wrong type are errors naming the key and its line ("name:LINE: key ...").
 func Parse(data []byte, name string) (*Config, error) {
 	cfg := Default()
+	keys := map[int]string{} // line -> key path, to name the key in errors
 	if len(bytes.TrimSpace(data)) > 0 {
 		var root yaml.Node
 		if err := yaml.Unmarshal(data, &root); err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+			return nil, decodeError(err, name, keys)
 		}
-		keys := map[int]string{} // line -> key path, to name the key in type errors
 		if errs := checkKeys(&root, reflect.TypeOf(cfg), "", keys, name); len(errs) > 0 {
 			return nil, errors.Join(errs...)
 		}
@@ -212,9 +212,35 @@ func Parse(data []byte, name string) (*Config, error) {
 		}
 	}
 	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: invalid config: %w", name, err)
+		lines := map[string]int{}
+		for line, key := range keys {
+			if l, ok := lines[key]; !ok || line < l {
+				lines[key] = line
+			}
+		}
+		var out []error
+		for _, e := range unjoin(err) {
+			var ve *ValueError
+			if errors.As(e, &ve) {
+				if l, ok := lines[ve.Key]; ok {
+					ve.Line = l
+					out = append(out, fmt.Errorf("%s:%d: %w", name, l, ve))
+					continue
+				}
+			}
+			out = append(out, fmt.Errorf("%s: %w", name, e))
+		}
+		return nil, errors.Join(out...)
 	}
 	return &cfg, nil
+}
+
+// unjoin splits an errors.Join error into its parts.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 var lineRE = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
@@ -378,145 +404,160 @@ func (c *Config) RewardWeights() []float64 {
 	return w
 }
 
+// ValueError is one invalid value found by Validate: Key is the YAML key (rewards[i] for a reward),
+// Line its line when the config came from YAML (0 otherwise).
+type ValueError struct {
+	Key  string
+	Line int
+	Msg  string
+}
+
+func (e *ValueError) Error() string { return e.Msg }
+
 // Validate checks the values the way TRL's __post_init__ and the trainer do, and reports all problems.
 func (c *Config) Validate() error {
 	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	bad := func(key, format string, args ...any) {
+		if strings.Contains(key, "%d") {
+			key = fmt.Sprintf(key, args[0])
+		}
+		errs = append(errs, &ValueError{Key: key, Msg: fmt.Sprintf(format, args...)})
+	}
 	finite := func(name string, v float64) bool {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			bad("%s must be a finite number, got %v", name, v)
+			errs = append(errs, &ValueError{Key: name, Msg: fmt.Sprintf("%s must be a finite number, got %v", name, v)})
 			return false
 		}
 		return true
 	}
 	if c.OutputDir == "" {
-		bad("output_dir must not be empty")
+		bad("output_dir", "output_dir must not be empty")
 	}
 	if finite("learning_rate", c.LearningRate) && c.LearningRate < 0 {
-		bad("learning_rate must be >= 0, got %g", c.LearningRate)
+		bad("learning_rate", "learning_rate must be >= 0, got %g", c.LearningRate)
 	}
 	if finite("num_train_epochs", c.NumTrainEpochs) && c.MaxSteps <= 0 && c.NumTrainEpochs <= 0 {
-		bad("num_train_epochs must be > 0 when max_steps is not set, got %g", c.NumTrainEpochs)
+		bad("num_train_epochs", "num_train_epochs must be > 0 when max_steps is not set, got %g", c.NumTrainEpochs)
 	}
 	if c.PerDeviceTrainBatchSize < 1 {
-		bad("per_device_train_batch_size must be >= 1, got %d", c.PerDeviceTrainBatchSize)
+		bad("per_device_train_batch_size", "per_device_train_batch_size must be >= 1, got %d", c.PerDeviceTrainBatchSize)
 	}
 	if c.GradientAccumulationSteps < 1 {
-		bad("gradient_accumulation_steps must be >= 1, got %d", c.GradientAccumulationSteps)
+		bad("gradient_accumulation_steps", "gradient_accumulation_steps must be >= 1, got %d", c.GradientAccumulationSteps)
 	}
 	if finite("logging_steps", c.LoggingSteps) && c.LoggingSteps <= 0 {
-		bad("logging_steps must be > 0, got %g", c.LoggingSteps)
+		bad("logging_steps", "logging_steps must be > 0, got %g", c.LoggingSteps)
 	} else if c.LoggingSteps > 1 && c.LoggingSteps != math.Trunc(c.LoggingSteps) {
-		bad("logging_steps must be an integer or a ratio in (0, 1), got %g", c.LoggingSteps)
+		bad("logging_steps", "logging_steps must be an integer or a ratio in (0, 1), got %g", c.LoggingSteps)
 	}
 	if finite("save_steps", c.SaveSteps) && c.SaveSteps <= 0 {
-		bad("save_steps must be > 0, got %g", c.SaveSteps)
+		bad("save_steps", "save_steps must be > 0, got %g", c.SaveSteps)
 	} else if c.SaveSteps > 1 && c.SaveSteps != math.Trunc(c.SaveSteps) {
-		bad("save_steps must be an integer or a ratio in (0, 1), got %g", c.SaveSteps)
+		bad("save_steps", "save_steps must be an integer or a ratio in (0, 1), got %g", c.SaveSteps)
 	}
 	if c.SaveTotalLimit != nil && *c.SaveTotalLimit < 1 {
-		bad("save_total_limit must be >= 1 when set, got %d", *c.SaveTotalLimit)
+		bad("save_total_limit", "save_total_limit must be >= 1 when set, got %d", *c.SaveTotalLimit)
 	}
 	switch c.LRSchedulerType {
 	case SchedulerLinear, SchedulerCosine, SchedulerConstant, SchedulerConstantWithWarmup:
 	default:
-		bad("lr_scheduler_type %q is not supported (use linear, cosine, constant or constant_with_warmup)", c.LRSchedulerType)
+		bad("lr_scheduler_type", "lr_scheduler_type %q is not supported (use linear, cosine, constant or constant_with_warmup)", c.LRSchedulerType)
 	}
 	if finite("warmup_ratio", c.WarmupRatio) && (c.WarmupRatio < 0 || c.WarmupRatio > 1) {
-		bad("warmup_ratio must be in [0, 1], got %g", c.WarmupRatio)
+		bad("warmup_ratio", "warmup_ratio must be in [0, 1], got %g", c.WarmupRatio)
 	}
 	if c.WarmupSteps < 0 {
-		bad("warmup_steps must be >= 0, got %d", c.WarmupSteps)
+		bad("warmup_steps", "warmup_steps must be >= 0, got %d", c.WarmupSteps)
 	}
 	if finite("weight_decay", c.WeightDecay) && c.WeightDecay < 0 {
-		bad("weight_decay must be >= 0, got %g", c.WeightDecay)
+		bad("weight_decay", "weight_decay must be >= 0, got %g", c.WeightDecay)
 	}
 	if finite("adam_beta1", c.AdamBeta1) && (c.AdamBeta1 < 0 || c.AdamBeta1 >= 1) {
-		bad("adam_beta1 must be in [0, 1), got %g", c.AdamBeta1)
+		bad("adam_beta1", "adam_beta1 must be in [0, 1), got %g", c.AdamBeta1)
 	}
 	if finite("adam_beta2", c.AdamBeta2) && (c.AdamBeta2 < 0 || c.AdamBeta2 >= 1) {
-		bad("adam_beta2 must be in [0, 1), got %g", c.AdamBeta2)
+		bad("adam_beta2", "adam_beta2 must be in [0, 1), got %g", c.AdamBeta2)
 	}
 	if finite("adam_epsilon", c.AdamEpsilon) && c.AdamEpsilon <= 0 {
-		bad("adam_epsilon must be > 0, got %g", c.AdamEpsilon)
+		bad("adam_epsilon", "adam_epsilon must be > 0, got %g", c.AdamEpsilon)
 	}
 	if finite("max_grad_norm", c.MaxGradNorm) && c.MaxGradNorm < 0 {
-		bad("max_grad_norm must be >= 0 (0 disables clipping), got %g", c.MaxGradNorm)
+		bad("max_grad_norm", "max_grad_norm must be >= 0 (0 disables clipping), got %g", c.MaxGradNorm)
 	}
 	if c.NumGenerations < 2 {
-		bad("num_generations must be at least 2 to compute group advantages, got %d", c.NumGenerations)
+		bad("num_generations", "num_generations must be at least 2 to compute group advantages, got %d", c.NumGenerations)
 	}
 	if c.MaxPromptLength < 0 {
-		bad("max_prompt_length must be >= 0 (0: no limit), got %d", c.MaxPromptLength)
+		bad("max_prompt_length", "max_prompt_length must be >= 0 (0: no limit), got %d", c.MaxPromptLength)
 	}
 	if c.MaxCompletionLength < 1 {
-		bad("max_completion_length must be >= 1, got %d", c.MaxCompletionLength)
+		bad("max_completion_length", "max_completion_length must be >= 1, got %d", c.MaxCompletionLength)
 	}
 	if c.PerDeviceTrainBatchSize >= 1 && c.GradientAccumulationSteps >= 1 && c.NumGenerations >= 2 {
 		gbs, _, err := c.Generation()
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, &ValueError{Key: "generation_batch_size", Msg: err.Error()})
 		} else if gbs%c.NumGenerations != 0 {
-			bad("generation batch size (per_device_train_batch_size %d x steps_per_generation = %d) must be divisible by num_generations (%d)",
+			bad("num_generations", "generation batch size (per_device_train_batch_size %d x steps_per_generation = %d) must be divisible by num_generations (%d)",
 				c.PerDeviceTrainBatchSize, gbs, c.NumGenerations)
 		}
 	}
 	if c.StepsPerGeneration != nil && *c.StepsPerGeneration < 1 {
-		bad("steps_per_generation must be >= 1, got %d", *c.StepsPerGeneration)
+		bad("steps_per_generation", "steps_per_generation must be >= 1, got %d", *c.StepsPerGeneration)
 	}
 	if finite("temperature", c.Temperature) && c.Temperature <= 0 {
-		bad("temperature must be > 0, got %g", c.Temperature)
+		bad("temperature", "temperature must be > 0, got %g", c.Temperature)
 	}
 	if finite("top_p", c.TopP) && (c.TopP <= 0 || c.TopP > 1) {
-		bad("top_p must be in (0, 1], got %g", c.TopP)
+		bad("top_p", "top_p must be in (0, 1], got %g", c.TopP)
 	}
 	if c.TopK < 0 {
-		bad("top_k must be >= 0 (0 disables it), got %d", c.TopK)
+		bad("top_k", "top_k must be >= 0 (0 disables it), got %d", c.TopK)
 	}
 	if c.MaxToolCallingIterations != nil && *c.MaxToolCallingIterations < 0 {
-		bad("max_tool_calling_iterations must be >= 0, got %d", *c.MaxToolCallingIterations)
+		bad("max_tool_calling_iterations", "max_tool_calling_iterations must be >= 0, got %d", *c.MaxToolCallingIterations)
 	}
 	if finite("beta", c.Beta) && c.Beta < 0 {
-		bad("beta must be >= 0, got %g", c.Beta)
+		bad("beta", "beta must be >= 0, got %g", c.Beta)
 	}
 	if c.NumIterations < 1 {
-		bad("num_iterations must be >= 1, got %d", c.NumIterations)
+		bad("num_iterations", "num_iterations must be >= 1, got %d", c.NumIterations)
 	}
 	if finite("epsilon", c.Epsilon) && (c.Epsilon < 0 || c.Epsilon >= 1) {
-		bad("epsilon must be in [0, 1), got %g", c.Epsilon)
+		bad("epsilon", "epsilon must be in [0, 1), got %g", c.Epsilon)
 	}
 	if c.EpsilonHigh != nil && finite("epsilon_high", *c.EpsilonHigh) && *c.EpsilonHigh < 0 {
-		bad("epsilon_high must be >= 0, got %g", *c.EpsilonHigh)
+		bad("epsilon_high", "epsilon_high must be >= 0, got %g", *c.EpsilonHigh)
 	}
 	switch c.ImportanceSamplingLevel {
 	case LevelToken, LevelSequence:
 	default:
-		bad("importance_sampling_level %q: must be \"token\" or \"sequence\"", c.ImportanceSamplingLevel)
+		bad("importance_sampling_level", "importance_sampling_level %q: must be \"token\" or \"sequence\"", c.ImportanceSamplingLevel)
 	}
 	switch c.ScaleRewards {
 	case ScaleGroup, ScaleBatch, ScaleNone:
 	default:
-		bad("scale_rewards %q: must be \"group\", \"batch\", \"none\", true or false", c.ScaleRewards)
+		bad("scale_rewards", "scale_rewards %q: must be \"group\", \"batch\", \"none\", true or false", c.ScaleRewards)
 	}
 	switch c.LossType {
 	case LossGRPO, LossBNPO, LossDrGRPO, LossDAPO:
 	case "cispo", "sapo", "luspo", "vespo":
-		bad("loss_type %q is a TRL loss that mcprl does not implement (use grpo, bnpo, dr_grpo or dapo)", c.LossType)
+		bad("loss_type", "loss_type %q is a TRL loss that mcprl does not implement (use grpo, bnpo, dr_grpo or dapo)", c.LossType)
 	default:
-		bad("loss_type %q: must be one of grpo, bnpo, dr_grpo, dapo", c.LossType)
+		bad("loss_type", "loss_type %q: must be one of grpo, bnpo, dr_grpo, dapo", c.LossType)
 	}
 	seen := map[string]bool{}
 	for i, r := range c.Rewards {
 		if r.Name == "" {
-			bad("rewards[%d]: name must not be empty", i)
+			bad("rewards[%d]", "rewards[%d]: name must not be empty", i)
 		} else if seen[r.Name] {
-			bad("rewards[%d]: reward %q listed twice", i, r.Name)
+			bad("rewards[%d]", "rewards[%d]: reward %q listed twice", i, r.Name)
 		}
 		seen[r.Name] = true
 		finite(fmt.Sprintf("rewards[%d].weight", i), r.Weight)
 	}
 	if c.DynamicSamplingMaxRounds < 0 {
-		bad("dynamic_sampling_max_rounds must be >= 0 (0: no bound), got %d", c.DynamicSamplingMaxRounds)
+		bad("dynamic_sampling_max_rounds", "dynamic_sampling_max_rounds must be >= 0 (0: no bound), got %d", c.DynamicSamplingMaxRounds)
 	}
 	return errors.Join(errs...)
 }

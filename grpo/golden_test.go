@@ -70,16 +70,16 @@ type goldenFile struct {
 		LRs         []float64 `json:"lrs"`
 	} `json:"schedule_cases"`
 	AdamW struct {
-		Shapes      [][]int       `json:"shapes"`
-		P0          []any         `json:"p0"`
-		Grads       [][]any       `json:"grads"`
-		LRs         []float64     `json:"lrs"`
-		MaxNorm     float64       `json:"max_norm"`
-		WeightDecay []float64     `json:"weight_decay"`
-		Betas       []float64     `json:"betas"`
-		Eps         float64       `json:"eps"`
-		GradNorms   []float64     `json:"grad_norms"`
-		Params      [][]any       `json:"params"`
+		Shapes      [][]int   `json:"shapes"`
+		P0          []any     `json:"p0"`
+		Grads       [][]any   `json:"grads"`
+		LRs         []float64 `json:"lrs"`
+		MaxNorm     float64   `json:"max_norm"`
+		WeightDecay []float64 `json:"weight_decay"`
+		Betas       []float64 `json:"betas"`
+		Eps         float64   `json:"eps"`
+		GradNorms   []float64 `json:"grad_norms"`
+		Params      [][]any   `json:"params"`
 	} `json:"adamw"`
 }
 
