@@ -130,9 +130,13 @@ func (a AdamW) Update(param, grad, m, v, step, lr *Node, decay bool) (newParam, 
 // noDecayPatterns are transformers' get_decay_parameter_names exclusions (biases and norm layers).
 var noDecayPatterns = regexp.MustCompile(`bias|layernorm|rmsnorm|(?:^|\.)norm(?:$|\.)|_norm(?:$|\.)`)
 
-// NoDecay reports whether transformers' Trainer exempts the parameter with this (HF-style, dotted)
-// name from weight decay: biases and normalisation weights.
-func NoDecay(name string) bool { return noDecayPatterns.MatchString(strings.ToLower(name)) }
+// NoDecay reports whether transformers' Trainer exempts the parameter with this name from weight
+// decay: biases and normalisation weights. The name may be HF's dotted one
+// ("model.layers.0.input_layernorm.weight") or a GoMLX scope path ("/model/layers/0/input_layernorm/weight").
+func NoDecay(name string) bool {
+	name = strings.TrimLeft(strings.ReplaceAll(strings.ToLower(name), "/", "."), ".")
+	return noDecayPatterns.MatchString(name)
+}
 
 // GoMLXAdamW returns GoMLX's Adam configured as this config's AdamW. Its update equals torch's AdamW
 // (decoupled decay lr*wd*p, bias-corrected moments; tests check it step by step), but it decays every

@@ -1,6 +1,7 @@
 package grpo
 
 import (
+	"path"
 	"testing"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
@@ -202,5 +203,82 @@ func TestNoDecay(t *testing.T) {
 		if got := NoDecay(name); got != want {
 			t.Errorf("NoDecay(%q) = %v, want %v", name, got, want)
 		}
+	}
+}
+
+// TestOptimizerMatchesTorch runs Optimizer (state in a GoMLX context) for six steps, each step's
+// gradient split over two micro-batches (AccumulateGraph then ApplyGraph), against torch's
+// clip_grad_norm_ + AdamW with transformers' parameter groups (the "bias" tensor gets no decay).
+func TestOptimizerMatchesTorch(t *testing.T) {
+	a := golden(t).AdamW
+	params, dims := adamCase(t)
+	ctx := context.New()
+	names := []string{"layers/0/q_proj/weight", "layers/0/up_proj/weight", "layers/0/q_proj/bias"}
+	vars := make([]*context.Variable, len(params))
+	for i := range params {
+		scope, name := path.Split(names[i])
+		vars[i] = ctx.InAbsPath("/model/"+scope).VariableWithValue(name, tensors.FromFlatDataAndDimensions(params[i], dims[i]...))
+	}
+	cfg := Default()
+	cfg.WeightDecay, cfg.MaxGradNorm = a.WeightDecay[0], a.MaxNorm
+	cfg.AdamBeta1, cfg.AdamBeta2, cfg.AdamEpsilon = a.Betas[0], a.Betas[1], a.Eps
+	opt := cfg.Optimizer()
+	const first = 0.25 // share of each gradient in the first micro-batch
+	accumulate, err := context.NewExecAny(testBackend(), ctx, func(ctx *context.Context, ins []*Node) *Node {
+		grads := make([]*Node, len(ins))
+		for i, g := range ins {
+			grads[i] = MulScalar(g, first)
+		}
+		if err := opt.AccumulateGraph(ctx, vars, grads); err != nil {
+			t.Fatal(err)
+		}
+		return ReduceAllSum(ins[0])
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply, err := context.NewExecAny(testBackend(), ctx, func(ctx *context.Context, ins []*Node) *Node {
+		grads := make([]*Node, len(vars))
+		for i := range vars {
+			grads[i] = MulScalar(ins[i], 1-first)
+		}
+		norm, err := opt.ApplyGraph(ctx, vars, grads, ins[len(vars)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return norm
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s := range a.LRs {
+		var args []any
+		for i := range vars {
+			args = append(args, tensors.FromFlatDataAndDimensions(flatten(a.Grads[s][i]), dims[i]...))
+		}
+		if _, err := accumulate.Exec(args...); err != nil {
+			t.Fatal(err)
+		}
+		outs, err := apply.Exec(append(args, tensors.FromScalar(a.LRs[s]))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := asF64(outs[0])[0]; !close64(got, a.GradNorms[s], 1e-12) {
+			t.Errorf("step %d: grad norm %.15g, torch %.15g", s+1, got, a.GradNorms[s])
+		}
+		for i := range vars {
+			got := asF64(vars[i].MustValue())
+			for j, want := range flatten(a.Params[s][i]) {
+				if !close64(got[j], want, 1e-12) {
+					t.Errorf("step %d %s[%d] = %.15g, torch %.15g", s+1, names[i], j, got[j], want)
+				}
+			}
+		}
+	}
+	if n, err := opt.Steps(ctx); err != nil || n != int64(len(a.LRs)) {
+		t.Errorf("Steps = %d, %v; want %d", n, err, len(a.LRs))
+	}
+	if err := opt.AccumulateGraph(ctx, vars, nil); err == nil {
+		t.Error("AccumulateGraph with no gradients for 3 variables: want an error")
 	}
 }
