@@ -1,0 +1,365 @@
+// Package sandbox gives each trajectory its own live MCP tool server.
+//
+// A [Factory] is made once per fixture: it builds the fixture's database
+// template once (package sqldb), opens the workspace for run_linter (package
+// lint) and connects the fixture's external MCP servers. [Factory.Fork] then
+// gives every trajectory a [Sandbox]: its own database fork and its own MCP
+// server, reached through a real MCP client session over the SDK's in-memory
+// transport, so a DELETE in one trajectory is never seen by another.
+//
+// Tools: query_database {sql}, run_linter {path}, and the tools of the
+// external servers named in sandbox.yaml, which are proxied through each
+// sandbox's server (their state is shared by all forks of a factory).
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcprl/mcprl/sandbox/lint"
+	"github.com/mcprl/mcprl/sandbox/sqldb"
+	"github.com/mcprl/mcprl/task"
+)
+
+// Tool names of the built-in tools.
+const (
+	ToolQueryDatabase = "query_database"
+	ToolRunLinter     = "run_linter"
+)
+
+// ProtocolVersion is the MCP protocol version the sandbox's clients ask for.
+// Pinning it skips the SDK's server/discover probe, a wasted round trip
+// against servers that only speak the initialize handshake.
+const ProtocolVersion = "2025-11-25"
+
+// DefaultCallTimeout bounds one Sandbox.Call when Options.CallTimeout is zero.
+const DefaultCallTimeout = 30 * time.Second
+
+// Options configures a Factory.
+type Options struct {
+	// DSN selects the database: "" is embedded SQLite, a postgres:// DSN
+	// uses PostgreSQL (see package sqldb).
+	DSN string
+	// CallTimeout bounds one tool call end to end; a server that does not
+	// answer in time ends that call with an error (DefaultCallTimeout when zero).
+	CallTimeout time.Duration
+	// ConnectTimeout bounds connecting each external MCP server (30s when zero).
+	ConnectTimeout time.Duration
+	// Logger receives the SDK's diagnostics (discarded when nil).
+	Logger *slog.Logger
+}
+
+// Factory makes sandboxes for one fixture. It is safe for concurrent use.
+type Factory struct {
+	fx        *task.Fixture
+	opts      Options
+	tmpl      *sqldb.Template
+	linter    *lint.Linter
+	dialect   string
+	enabled   map[string]bool // built-in tools to serve
+	externals []*external
+	cache     *mcp.SchemaCache
+	client    *mcp.Client
+	tools     []*mcp.Tool // the catalog, as tools/list gives it
+
+	mu     sync.Mutex
+	open   map[*Sandbox]struct{}
+	closed bool
+}
+
+// NewFactory prepares the fixture: its database template, its workspace and
+// its external MCP servers. Nothing is started per trajectory until Fork.
+func NewFactory(ctx context.Context, fx *task.Fixture, opts Options) (_ *Factory, err error) {
+	if fx == nil {
+		return nil, errors.New("sandbox: nil fixture")
+	}
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = DefaultCallTimeout
+	}
+	if opts.ConnectTimeout <= 0 {
+		opts.ConnectTimeout = 30 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	f := &Factory{
+		fx:      fx,
+		opts:    opts,
+		cache:   mcp.NewSchemaCache(),
+		open:    map[*Sandbox]struct{}{},
+		enabled: map[string]bool{},
+		dialect: "SQLite",
+	}
+	if opts.DSN != "" {
+		f.dialect = "PostgreSQL"
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+		}
+	}()
+	f.client = mcp.NewClient(&mcp.Implementation{Name: "mcprl", Version: "0"}, &mcp.ClientOptions{
+		Logger:       opts.Logger,
+		Capabilities: &mcp.ClientCapabilities{}, // no roots, sampling or elicitation
+	})
+
+	external := map[string]bool{}
+	for _, spec := range fx.Config.MCPServers {
+		e, err := connectExternal(ctx, f.client, fx.Dir, spec, opts.ConnectTimeout)
+		if err != nil {
+			return nil, err
+		}
+		f.externals = append(f.externals, e)
+		for _, t := range e.tools {
+			external[t.Name] = true
+		}
+	}
+	if len(fx.Config.Tools) == 0 {
+		f.enabled[ToolQueryDatabase], f.enabled[ToolRunLinter] = true, true
+	}
+	for _, name := range fx.Config.Tools {
+		switch {
+		case name == ToolQueryDatabase || name == ToolRunLinter:
+			f.enabled[name] = true
+		case external[name]:
+		default:
+			return nil, fmt.Errorf("sandbox: fixture %s enables unknown tool %q (built in: %s, %s)", fx.Name, name, ToolQueryDatabase, ToolRunLinter)
+		}
+	}
+	for _, e := range f.externals {
+		for _, t := range e.tools {
+			if t.Name == ToolQueryDatabase || t.Name == ToolRunLinter {
+				return nil, fmt.Errorf("sandbox: external server %s offers tool %q, which is built in", e.name, t.Name)
+			}
+		}
+	}
+
+	lim := fx.Config.Limits
+	f.tmpl, err = sqldb.NewTemplate(ctx, fx.SchemaSQL, fx.DataSQL, sqldb.Options{
+		DSN: opts.DSN, StatementTimeout: lim.QueryTimeout, MaxRows: lim.MaxRows, MaxBytes: lim.MaxBytes,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: fixture %s: %w", fx.Name, err)
+	}
+	var cmds []lint.Command
+	for _, l := range fx.Config.Linters {
+		cmds = append(cmds, lint.Command{Pattern: l.Pattern, Argv: l.Command, Timeout: l.Timeout})
+	}
+	f.linter, err = lint.New(fx.WorkspaceDir, lint.Options{Commands: cmds})
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: fixture %s: %w", fx.Name, err)
+	}
+
+	// The catalog is what a client sees: list it once through a real session.
+	f.tools, err = f.listTools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// listTools runs tools/list against a server that has no database behind it.
+func (f *Factory) listTools(ctx context.Context) ([]*mcp.Tool, error) {
+	srv := f.newServer(nil)
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: listing tools: %w", err)
+	}
+	defer ss.Close()
+	cs, err := f.client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: listing tools: %w", err)
+	}
+	defer cs.Close()
+	var tools []*mcp.Tool
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: listing tools: %w", err)
+		}
+		tools = append(tools, t)
+	}
+	return tools, nil
+}
+
+// Tools returns the catalog: every tool a sandbox of this factory serves, as
+// tools/list gives it (sorted by name). The slice is shared; do not modify it.
+func (f *Factory) Tools() []*mcp.Tool { return f.tools }
+
+// Fixture returns the fixture the factory was made for.
+func (f *Factory) Fixture() *task.Fixture { return f.fx }
+
+// Server returns a new MCP server for db: the built-in tools backed by db
+// and the external servers' tools proxied. `mcprl sandbox serve` serves it
+// over stdio or HTTP; Fork serves one over the in-memory transport.
+func (f *Factory) Server(db *sqldb.DB) *mcp.Server { return f.newServer(db) }
+
+// Fork gives one trajectory its own database fork and MCP server, connected
+// through an in-memory MCP client session.
+func (f *Factory) Fork(ctx context.Context) (*Sandbox, error) {
+	f.mu.Lock()
+	closed := f.closed
+	f.mu.Unlock()
+	if closed {
+		return nil, errors.New("sandbox: factory is closed")
+	}
+	db, err := f.tmpl.Fork(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: forking database: %w", err)
+	}
+	s := &Sandbox{f: f, db: db}
+	srv := f.newServer(db)
+	st, ct := mcp.NewInMemoryTransports()
+	s.ss, err = srv.Connect(ctx, st, nil)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sandbox: starting server: %w", err)
+	}
+	s.cs, err = f.client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+	if err != nil {
+		s.ss.Close()
+		db.Close()
+		return nil, fmt.Errorf("sandbox: connecting client: %w", err)
+	}
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		s.Close()
+		return nil, errors.New("sandbox: factory is closed")
+	}
+	f.open[s] = struct{}{}
+	f.mu.Unlock()
+	return s, nil
+}
+
+// Close closes every sandbox still open, disconnects the external servers
+// (their processes are killed), and drops the database template.
+func (f *Factory) Close() error {
+	f.mu.Lock()
+	f.closed = true
+	open := make([]*Sandbox, 0, len(f.open))
+	for s := range f.open {
+		open = append(open, s)
+	}
+	f.mu.Unlock()
+	var errs []error
+	for _, s := range open {
+		errs = append(errs, s.Close())
+	}
+	for _, e := range f.externals {
+		errs = append(errs, e.close())
+	}
+	if f.linter != nil {
+		errs = append(errs, f.linter.Close())
+	}
+	if f.tmpl != nil {
+		errs = append(errs, f.tmpl.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Sandbox is one trajectory's live tool server. Calls may be concurrent.
+type Sandbox struct {
+	f    *Factory
+	db   *sqldb.DB
+	ss   *mcp.ServerSession
+	cs   *mcp.ClientSession
+	once sync.Once
+	err  error
+}
+
+// Tools returns the catalog this sandbox serves (the factory's).
+func (s *Sandbox) Tools() []*mcp.Tool { return s.f.tools }
+
+// DB returns this sandbox's database, for reward oracles.
+func (s *Sandbox) DB() *sqldb.DB { return s.db }
+
+// Session returns the MCP client session the sandbox's calls go through.
+func (s *Sandbox) Session() *mcp.ClientSession { return s.cs }
+
+// Call calls a tool over the sandbox's MCP session. Everything the model
+// should read comes back as a result: a tool's own failure, an unknown tool,
+// arguments that are not JSON or do not fit the schema (IsError true, with
+// text). A non-nil error means the tool server or transport failed: it
+// crashed, or did not answer within the call timeout.
+func (s *Sandbox) Call(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	var arguments any
+	if len(args) > 0 && string(args) != "null" {
+		if !json.Valid(args) {
+			return ErrorResult(fmt.Sprintf("arguments for %s are not valid JSON: %.200s", name, args)), nil
+		}
+		arguments = args
+	} else {
+		arguments = map[string]any{}
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.f.opts.CallTimeout)
+	defer cancel()
+	res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: arguments})
+	if err == nil {
+		return res, nil
+	}
+	var werr *jsonrpc.Error
+	if errors.As(err, &werr) && werr.Code != codeServerFailure {
+		// A protocol-level refusal (unknown tool, bad params, a legacy
+		// server's error response): the model reads it.
+		msg := werr.Message
+		if werr.Code == jsonrpc.CodeInvalidParams && strings.HasPrefix(msg, "unknown tool") {
+			msg += "; available tools: " + strings.Join(s.f.toolNames(), ", ")
+		}
+		return ErrorResult(msg), nil
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return nil, fmt.Errorf("sandbox: tool %s did not answer within %s: %w", name, s.f.opts.CallTimeout, err)
+	}
+	return nil, fmt.Errorf("sandbox: calling %s: %w", name, err)
+}
+
+func (f *Factory) toolNames() []string {
+	names := make([]string, len(f.tools))
+	for i, t := range f.tools {
+		names[i] = t.Name
+	}
+	return names
+}
+
+// Close ends the session and its server and drops the database fork. It
+// may be called more than once.
+func (s *Sandbox) Close() error {
+	s.once.Do(func() {
+		errs := []error{s.cs.Close()}
+		if err := s.ss.Wait(); err != nil && !errors.Is(err, mcp.ErrConnectionClosed) {
+			errs = append(errs, err)
+		}
+		errs = append(errs, s.db.Close())
+		s.err = errors.Join(errs...)
+		s.f.mu.Lock()
+		delete(s.f.open, s)
+		s.f.mu.Unlock()
+	})
+	return s.err
+}
+
+// ErrorResult is a tool result with IsError set and msg as its text.
+func ErrorResult(msg string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: msg}}, IsError: true}
+}
+
+// ResultText joins the text content of a result.
+func ResultText(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}

@@ -1,0 +1,164 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcprl/mcprl/sandbox/lint"
+	"github.com/mcprl/mcprl/sandbox/sqldb"
+)
+
+// QueryArgs are query_database's arguments.
+type QueryArgs struct {
+	SQL string `json:"sql" jsonschema:"one SQL statement, e.g. SELECT COUNT(*) FROM customers"`
+}
+
+// LintArgs are run_linter's arguments.
+type LintArgs struct {
+	Path string `json:"path" jsonschema:"path of a workspace file, relative to the workspace root, e.g. schema.sql"`
+}
+
+// newServer builds an MCP server whose built-in tools act on db (nil only
+// for listing the catalog) and that proxies the external servers' tools.
+func (f *Factory) newServer(db *sqldb.DB) *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "mcprl-sandbox", Title: "mcprl sandbox: " + f.fx.Name, Version: "0"}, &mcp.ServerOptions{
+		Logger:       f.opts.Logger,
+		SchemaCache:  f.cache,
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+	})
+	if f.enabled[ToolQueryDatabase] {
+		mcp.AddTool(srv, &mcp.Tool{
+			Name:        ToolQueryDatabase,
+			Title:       "Query the database",
+			Description: f.queryDescription(),
+			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)},
+		}, func(ctx context.Context, _ *mcp.CallToolRequest, in QueryArgs) (*mcp.CallToolResult, any, error) {
+			return queryDatabase(ctx, db, in)
+		})
+	}
+	if f.enabled[ToolRunLinter] {
+		mcp.AddTool(srv, &mcp.Tool{
+			Name:        ToolRunLinter,
+			Title:       "Lint a workspace file",
+			Description: f.lintDescription(),
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
+		}, func(ctx context.Context, _ *mcp.CallToolRequest, in LintArgs) (*mcp.CallToolResult, any, error) {
+			return f.runLinter(ctx, db, in)
+		})
+	}
+	for _, e := range f.externals {
+		for _, t := range e.tools {
+			srv.AddTool(t, e.proxy(t.Name))
+		}
+	}
+	return srv
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func (f *Factory) queryDescription() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Run one SQL statement against the task's %s database and return the result as a table.", f.dialect)
+	b.WriteString(" Reads (SELECT) return their rows; writes (INSERT, UPDATE, DELETE, DDL) return the number of rows affected and persist for the rest of this episode.")
+	if f.dialect == "SQLite" {
+		b.WriteString(" To see the schema: SELECT name, sql FROM sqlite_master WHERE type = 'table'.")
+	} else {
+		b.WriteString(" To see the schema: SELECT table_name, column_name, data_type FROM information_schema.columns WHERE table_schema = current_schema().")
+	}
+	if lim := f.fx.Config.Limits; lim.MaxRows > 0 {
+		fmt.Fprintf(&b, " Results are cut after %d rows.", lim.MaxRows)
+	}
+	b.WriteString(" SQL errors are returned as text.")
+	return b.String()
+}
+
+func (f *Factory) lintDescription() string {
+	var b strings.Builder
+	b.WriteString("Lint a file of the task's workspace and report problems as path:line: message, with the linter's exit code (0 = clean, non-zero = problems).")
+	b.WriteString(" .sql files: every statement must apply to a scratch copy of the database, and the tables the file creates or uses must match the live database schema.")
+	b.WriteString(" .json and .yaml files: syntax.")
+	for _, l := range f.fx.Config.Linters {
+		fmt.Fprintf(&b, " %s files: %s.", l.Pattern, l.Command[0])
+	}
+	if files := workspaceFiles(f.fx.WorkspaceDir, 30); len(files) > 0 {
+		b.WriteString(" Workspace files: " + strings.Join(files, ", ") + ".")
+	}
+	return b.String()
+}
+
+// workspaceFiles lists up to max regular files of dir, relative and sorted.
+func workspaceFiles(dir string, max int) []string {
+	if dir == "" {
+		return nil
+	}
+	var files []string
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() && strings.HasPrefix(d.Name(), ".") && p != dir {
+			return filepath.SkipDir
+		}
+		if d.Type().IsRegular() && !strings.HasPrefix(d.Name(), ".") {
+			if rel, err := filepath.Rel(dir, p); err == nil {
+				files = append(files, filepath.ToSlash(rel))
+			}
+		}
+		return nil
+	})
+	sort.Strings(files)
+	if len(files) > max {
+		files = append(files[:max], "...")
+	}
+	return files
+}
+
+// queryDatabase runs the policy's SQL on its fork. SQL errors and refusals
+// are results the model reads; only infrastructure failures are errors.
+func queryDatabase(ctx context.Context, db *sqldb.DB, in QueryArgs) (*mcp.CallToolResult, any, error) {
+	if strings.TrimSpace(in.SQL) == "" {
+		return ErrorResult("sql is empty: give one SQL statement"), nil, nil
+	}
+	r, err := db.Query(ctx, in.SQL)
+	if err != nil {
+		var qe *sqldb.QueryError
+		if errors.As(err, &qe) {
+			return ErrorResult(qe.Error()), nil, nil
+		}
+		if ctx.Err() != nil {
+			return nil, nil, fmt.Errorf("query cancelled: %w", ctx.Err())
+		}
+		return nil, nil, fmt.Errorf("database failure: %w", err)
+	}
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: r.Text()}},
+		StructuredContent: r,
+	}, nil, nil
+}
+
+// runLinter lints a workspace file; refusals are results the model reads.
+func (f *Factory) runLinter(ctx context.Context, db *sqldb.DB, in LintArgs) (*mcp.CallToolResult, any, error) {
+	r, err := f.linter.Lint(ctx, in.Path, lint.Databases{Scratch: f.tmpl.Fork, Live: db})
+	if err != nil {
+		var re *lint.RefusalError
+		if errors.As(err, &re) {
+			return ErrorResult(re.Error()), nil, nil
+		}
+		return nil, nil, err
+	}
+	if r.Findings == nil {
+		r.Findings = []lint.Finding{} // [] rather than null in structured content
+	}
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: r.Text()}},
+		StructuredContent: r,
+		IsError:           r.TimedOut,
+	}, nil, nil
+}
