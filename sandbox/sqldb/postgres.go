@@ -316,6 +316,20 @@ var pgAllowed = map[string]bool{
 	"values": true, "table": true, "explain": true, "show": true,
 }
 
+// pgCommands are the words a PostgreSQL statement can start with; a
+// statement starting with any other word is a syntax error the server
+// reports itself.
+var pgCommands = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`abort alter analyze begin call checkpoint close cluster comment commit copy
+		create deallocate declare delete discard do drop end execute explain fetch grant import insert listen
+		load lock merge move notify prepare reassign refresh reindex release reset revoke rollback savepoint
+		security select set show start table truncate unlisten update vacuum values with`) {
+		pgCommands[w] = true
+	}
+}
+
 // pgDeniedExact and pgDeniedPrefix are identifiers the policy may not
 // name: functions and views that change session settings or the role,
 // reach server files or other sessions, run SQL given as a string, or hold
@@ -379,8 +393,8 @@ func checkPG(src string) *QueryError {
 		return refused("%s is not allowed: the role, search_path and timeouts are fixed by the sandbox", strings.ToUpper(w))
 	case w == "copy":
 		return refused("COPY is not allowed: no server files or programs")
-	case w == "":
-		return refused("the statement must start with a keyword such as SELECT")
+	case w == "" || !pgCommands[w]:
+		// Not a statement at all: the server's syntax error says so.
 	default:
 		return refused("%s statements are not allowed: use SELECT, INSERT, UPDATE, DELETE, WITH, VALUES, TABLE, EXPLAIN or SHOW", strings.ToUpper(w))
 	}

@@ -2,6 +2,7 @@ package sqldb
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -25,78 +26,122 @@ type sqliteConn interface {
 	Deserialize([]byte) error
 }
 
+// sqliteMaxLength bounds one string or blob value (SQLITE_LIMIT_LENGTH):
+// zeroblob(1e9) and the like fail instead of allocating a gigabyte.
+const sqliteMaxLength = 16 << 20
+
+// SQLite limit ids (sqlite3.h SQLITE_LIMIT_*).
+const (
+	sqliteLimitLength   = 0
+	sqliteLimitAttached = 7
+)
+
 type sqliteTemplate struct {
-	drv   *sqlite.Driver
-	image []byte // the serialized template database
+	db    *sql.DB // opens a fresh private in-memory connection per fork
+	image []byte  // the serialized template database
 }
 
 func newSQLiteTemplate(ctx context.Context, schemaSQL, dataSQL string) (*sqliteTemplate, error) {
-	t := &sqliteTemplate{drv: &sqlite.Driver{}}
-	c, err := t.open()
+	db, err := sql.Open("sqlite", sqliteDSN)
 	if err != nil {
+		return nil, fmt.Errorf("sqldb: sqlite: open: %w", err)
+	}
+	// Every connection is private (":memory:") and used by one fork only:
+	// none is kept idle for reuse.
+	db.SetMaxIdleConns(0)
+	t := &sqliteTemplate{db: db}
+	sc, c, err := t.open(ctx)
+	if err != nil {
+		db.Close()
 		return nil, err
 	}
-	defer c.Close()
+	defer t.discard(sc)
 	for _, part := range []struct{ name, sql string }{{"schema.sql", schemaSQL}, {"data.sql", dataSQL}} {
 		if strings.TrimSpace(part.sql) == "" {
 			continue
 		}
 		if _, err := c.ExecContext(ctx, part.sql, nil); err != nil {
+			db.Close()
 			return nil, fmt.Errorf("sqldb: sqlite: %s: %w", part.name, err)
 		}
 	}
 	img, err := c.Serialize()
 	if err != nil {
+		db.Close()
 		return nil, fmt.Errorf("sqldb: sqlite: serialize template: %w", err)
 	}
 	t.image = img
 	return t, nil
 }
 
-func (t *sqliteTemplate) open() (sqliteConn, error) {
-	dc, err := t.drv.Open(sqliteDSN)
+// open takes a new private connection and configures it: temporary tables
+// and sort spills stay in memory (a fork writes no file), no ATTACH, and a
+// bound on value sizes.
+func (t *sqliteTemplate) open(ctx context.Context) (*sql.Conn, sqliteConn, error) {
+	sc, err := t.db.Conn(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("sqldb: sqlite: open: %w", err)
+		return nil, nil, fmt.Errorf("sqldb: sqlite: open: %w", err)
 	}
-	c, ok := dc.(sqliteConn)
-	if !ok {
-		dc.Close()
-		return nil, fmt.Errorf("sqldb: sqlite: driver connection %T lacks serialize/authorizer support", dc)
+	var c sqliteConn
+	err = sc.Raw(func(dc any) error {
+		var ok bool
+		if c, ok = dc.(sqliteConn); !ok {
+			return fmt.Errorf("driver connection %T lacks serialize/authorizer support", dc)
+		}
+		_, err := c.ExecContext(ctx, "PRAGMA temp_store = MEMORY; PRAGMA trusted_schema = OFF; PRAGMA foreign_keys = ON", nil)
+		return err
+	})
+	if err == nil {
+		_, err = sqlite.Limit(sc, sqliteLimitAttached, 0)
 	}
-	// Keep temporary tables and sort spills in memory: a fork writes no file.
-	if _, err := c.ExecContext(context.Background(), "PRAGMA temp_store = MEMORY; PRAGMA trusted_schema = OFF", nil); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("sqldb: sqlite: configure: %w", err)
+	if err == nil {
+		_, err = sqlite.Limit(sc, sqliteLimitLength, sqliteMaxLength)
 	}
-	return c, nil
+	if err != nil {
+		t.discard(sc)
+		return nil, nil, fmt.Errorf("sqldb: sqlite: configure: %w", err)
+	}
+	return sc, c, nil
+}
+
+// discard closes the connection for good (it is never reused).
+func (t *sqliteTemplate) discard(sc *sql.Conn) error {
+	sc.Raw(func(any) error { return driver.ErrBadConn })
+	return sc.Close()
 }
 
 func (t *sqliteTemplate) fork(ctx context.Context) (forkConn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	c, err := t.open()
+	sc, c, err := t.open(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.Deserialize(t.image); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("sqldb: sqlite: deserialize: %w", err)
-	}
-	f := &sqliteFork{c: c}
-	if err := c.RegisterAuthorizer(f.authorize); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("sqldb: sqlite: authorizer: %w", err)
+	f := &sqliteFork{t: t, sc: sc, c: c}
+	err = sc.Raw(func(any) error {
+		if err := c.Deserialize(t.image); err != nil {
+			return fmt.Errorf("deserialize: %w", err)
+		}
+		return c.RegisterAuthorizer(f.authorize)
+	})
+	if err != nil {
+		t.discard(sc)
+		return nil, fmt.Errorf("sqldb: sqlite: %w", err)
 	}
 	return f, nil
 }
 
 func (t *sqliteTemplate) close() error {
 	t.image = nil
-	return nil
+	return t.db.Close()
 }
 
+// sqliteFork is one fork: a private in-memory connection. Every use of c
+// happens inside sc.Raw, so database/sql never touches it concurrently.
 type sqliteFork struct {
+	t        *sqliteTemplate
+	sc       *sql.Conn
 	c        sqliteConn
 	readOnly bool   // the oracle is running: deny every write
 	denied   string // why the authorizer last refused, for the error message
@@ -202,7 +247,12 @@ func (f *sqliteFork) run(ctx context.Context, src string, lim limits) (*Result, 
 	cctx, cancel := callCtx(ctx, lim.timeout)
 	defer cancel()
 	f.denied = ""
-	res, err := f.collect(cctx, src, lim)
+	var res *Result
+	err = f.sc.Raw(func(any) error {
+		var err error
+		res, err = f.collect(cctx, src, lim)
+		return err
+	})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -270,16 +320,10 @@ func (f *sqliteFork) collect(ctx context.Context, src string, lim limits) (*Resu
 }
 
 func (f *sqliteFork) totalChanges() (int64, error) {
-	rows, err := f.c.QueryContext(context.Background(), "SELECT total_changes()", nil)
-	if err != nil {
+	var n int64
+	if err := f.sc.QueryRowContext(context.Background(), "SELECT total_changes()").Scan(&n); err != nil {
 		return 0, fmt.Errorf("sqldb: sqlite: total_changes: %w", err)
 	}
-	defer rows.Close()
-	dest := make([]driver.Value, 1)
-	if err := rows.Next(dest); err != nil {
-		return 0, fmt.Errorf("sqldb: sqlite: total_changes: %w", err)
-	}
-	n, _ := dest[0].(int64)
 	return n, nil
 }
 
@@ -299,35 +343,32 @@ func (f *sqliteFork) tables(ctx context.Context) ([]Table, error) {
 FROM sqlite_schema AS m JOIN pragma_table_info(m.name) AS p
 WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite\_%' ESCAPE '\'
 ORDER BY m.name, p.cid`
-	rows, err := f.c.QueryContext(ctx, q, nil)
+	rows, err := f.sc.QueryContext(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("sqldb: sqlite: tables: %w", err)
 	}
 	defer rows.Close()
 	var out []Table
-	dest := make([]driver.Value, 5)
-	for {
-		if err := rows.Next(dest); err != nil {
-			if err == io.EOF {
-				break
-			}
+	for rows.Next() {
+		var (
+			tname, cname, ctype string
+			notNull, pk         int64
+		)
+		if err := rows.Scan(&tname, &cname, &ctype, &notNull, &pk); err != nil {
 			return nil, fmt.Errorf("sqldb: sqlite: tables: %w", err)
 		}
-		tname, _ := dest[0].(string)
-		cname, _ := dest[1].(string)
-		ctype, _ := dest[2].(string)
-		notNull, _ := dest[3].(int64)
-		pk, _ := dest[4].(int64)
 		if len(out) == 0 || out[len(out)-1].Name != tname {
 			out = append(out, Table{Name: tname})
 		}
 		t := &out[len(out)-1]
 		t.Columns = append(t.Columns, Column{Name: cname, Type: ctype, NotNull: notNull != 0 || pk > 0, PrimaryKey: pk > 0})
 	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqldb: sqlite: tables: %w", err)
+	}
 	return out, nil
 }
 
 func (f *sqliteFork) close() error {
-	f.c.RegisterAuthorizer(nil)
-	return f.c.Close()
+	return f.t.discard(f.sc)
 }
