@@ -1,0 +1,441 @@
+package reward
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/vm"
+
+	"github.com/mcprl/mcprl/rollout"
+)
+
+// The tools whose results the assertions read.
+const (
+	QueryTool = "query_database"
+	LintTool  = "run_linter"
+)
+
+// Assertions scores a trajectory by its task's ground_truth_assertions,
+// each checked live after the trajectory ran, with partial credit (the
+// share that hold). A SQL assertion (SELECT or WITH) is an oracle run on
+// the trajectory's own database; it holds when the agent surfaced the same
+// result: a successful query_database observation with the same rows
+// (order-insensitive unless the oracle has ORDER BY; values compared
+// type-tolerantly: 3, 3.0 and "3" are equal), or, for a one-cell result,
+// that value as a whole token in the final answer of a trajectory that
+// queried the database at least once. Any other assertion is an
+// expr-lang/expr boolean expression over Facts, compiled once and cached.
+type Assertions struct {
+	mu       sync.Mutex
+	programs map[string]*vm.Program
+}
+
+// NewAssertions returns an assertion checker with an empty program cache.
+func NewAssertions() *Assertions { return &Assertions{programs: map[string]*vm.Program{}} }
+
+// Name implements Func.
+func (*Assertions) Name() string { return "assertions" }
+
+// NeedsSandbox implements Live.
+func (*Assertions) NeedsSandbox() bool { return true }
+
+// Facts are what an expression assertion can read.
+type Facts struct {
+	// ExitCode is the exit code of the last run_linter call, nil when
+	// run_linter was never called successfully.
+	ExitCode any `expr:"exit_code"`
+	// ToolCalls counts the well-formed tool calls; FailedCalls those whose
+	// tool reported an error; MalformedCalls the unparseable ones.
+	ToolCalls      int `expr:"tool_calls"`
+	FailedCalls    int `expr:"failed_calls"`
+	MalformedCalls int `expr:"malformed_calls"`
+	// Turns counts the assistant turns.
+	Turns int `expr:"turns"`
+	// Answer is the final assistant text without tool calls.
+	Answer string `expr:"answer"`
+	// Error is what ended the trajectory early ("" when nothing did).
+	Error string `expr:"error"`
+	// Truncated is true when the trajectory hit a length or turn limit.
+	Truncated bool `expr:"truncated"`
+	// Calls lists the names of the well-formed calls, in order.
+	Calls []string `expr:"calls"`
+	// Called reports whether a tool was called (well-formed) at least once.
+	Called func(name string) bool `expr:"called"`
+}
+
+// FactsOf gathers the facts of a trajectory.
+func FactsOf(t *rollout.Trajectory) Facts {
+	f := Facts{}
+	if t == nil {
+		f.Called = func(string) bool { return false }
+		return f
+	}
+	f.Turns = len(t.Turns)
+	f.Answer = t.Answer
+	f.Error = t.Error
+	f.Truncated = t.Truncated
+	called := map[string]bool{}
+	for _, turn := range t.Turns {
+		for _, c := range turn.Calls {
+			if c.ParseError != "" {
+				f.MalformedCalls++
+				continue
+			}
+			f.ToolCalls++
+			f.Calls = append(f.Calls, c.Call.Name)
+			called[c.Call.Name] = true
+			if c.IsError {
+				f.FailedCalls++
+			}
+			if c.Call.Name == LintTool {
+				if code, ok := exitCode(c); ok {
+					f.ExitCode = code
+				} else {
+					f.ExitCode = nil
+				}
+			}
+		}
+	}
+	f.Called = func(name string) bool { return called[name] }
+	return f
+}
+
+var exitCodeText = regexp.MustCompile(`exit code (-?\d+)\s*$`)
+
+// exitCode reads a run_linter observation's exit code: the structured
+// "exit_code", else the text's closing "exit code N".
+func exitCode(c rollout.CallResult) (int, bool) {
+	if c.Structured != nil {
+		var v struct {
+			ExitCode *int `json:"exit_code"`
+		}
+		if b, err := json.Marshal(c.Structured); err == nil && json.Unmarshal(b, &v) == nil && v.ExitCode != nil {
+			return *v.ExitCode, true
+		}
+	}
+	if m := exitCodeText.FindStringSubmatch(c.Text); m != nil {
+		n, err := strconv.Atoi(m[1])
+		return n, err == nil
+	}
+	return 0, false
+}
+
+// IsSQL reports whether an assertion is a SQL query (its first word, past
+// comments and parentheses, is SELECT or WITH).
+func IsSQL(a string) bool {
+	s := strings.TrimSpace(a)
+	for {
+		switch {
+		case strings.HasPrefix(s, "--"):
+			if i := strings.IndexByte(s, '\n'); i >= 0 {
+				s = strings.TrimSpace(s[i+1:])
+				continue
+			}
+			return false
+		case strings.HasPrefix(s, "/*"):
+			if i := strings.Index(s, "*/"); i >= 0 {
+				s = strings.TrimSpace(s[i+2:])
+				continue
+			}
+			return false
+		case strings.HasPrefix(s, "("):
+			s = strings.TrimSpace(s[1:])
+			continue
+		}
+		break
+	}
+	end := 0
+	for end < len(s) && (s[end] >= 'a' && s[end] <= 'z' || s[end] >= 'A' && s[end] <= 'Z') {
+		end++
+	}
+	w := strings.ToUpper(s[:end])
+	return (w == "SELECT" || w == "WITH") && (end == len(s) || !isWordByte(s[end]))
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+var exprIdent = regexp.MustCompile(`\bexit_code\b|\bcalled\(\s*["']([^"']+)["']\s*\)`)
+
+// neededTools infers which tools the assertions need called.
+func neededTools(assertions []string) []string {
+	set := map[string]bool{}
+	for _, a := range assertions {
+		if IsSQL(a) {
+			set[QueryTool] = true
+			continue
+		}
+		for _, m := range exprIdent.FindAllStringSubmatch(a, -1) {
+			if m[1] != "" {
+				set[m[1]] = true
+			} else {
+				set[LintTool] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// program compiles (once) an expression assertion.
+func (a *Assertions) program(src string) (*vm.Program, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.programs == nil {
+		a.programs = map[string]*vm.Program{}
+	}
+	if p, ok := a.programs[src]; ok {
+		return p, nil
+	}
+	p, err := expr.Compile(src, expr.Env(Facts{}), expr.AsBool())
+	if err != nil {
+		return nil, fmt.Errorf("assertion %q: %w", src, err)
+	}
+	a.programs[src] = p
+	return p, nil
+}
+
+// Score implements Func.
+func (a *Assertions) Score(ctx context.Context, in *Input) (Score, error) {
+	if in.Task == nil || len(in.Task.GroundTruthAssertions) == 0 {
+		return Score{Value: 0, Reason: "the task has no ground_truth_assertions"}, nil
+	}
+	facts := FactsOf(in.Trajectory)
+	var out Score
+	held := 0
+	for _, src := range in.Task.GroundTruthAssertions {
+		var c Check
+		var err error
+		if IsSQL(src) {
+			c, err = a.checkSQL(ctx, in, src)
+		} else {
+			c, err = a.checkExpr(src, facts)
+		}
+		if err != nil {
+			return Score{}, err
+		}
+		if c.Held {
+			held++
+			c.Credit = 1
+		}
+		out.Checks = append(out.Checks, c)
+	}
+	out.Value = float64(held) / float64(len(in.Task.GroundTruthAssertions))
+	out.Reason = fmt.Sprintf("%d of %d assertions hold", held, len(in.Task.GroundTruthAssertions))
+	return out, nil
+}
+
+func (a *Assertions) checkExpr(src string, facts Facts) (Check, error) {
+	p, err := a.program(src)
+	if err != nil {
+		// A broken assertion is the task's fault, not the agent's: report it.
+		return Check{}, err
+	}
+	v, err := expr.Run(p, facts)
+	if err != nil {
+		return Check{Name: src, Why: "evaluation failed: " + err.Error()}, nil
+	}
+	if b, _ := v.(bool); b {
+		return Check{Name: src, Held: true}, nil
+	}
+	why := "false"
+	if strings.Contains(src, "exit_code") {
+		if facts.ExitCode == nil {
+			why = "false: run_linter was never called"
+		} else {
+			why = fmt.Sprintf("false: exit_code is %v", facts.ExitCode)
+		}
+	}
+	return Check{Name: src, Why: why}, nil
+}
+
+// observed is one successful query_database observation.
+type observed struct {
+	Columns []string `json:"columns"`
+	Rows    [][]any  `json:"rows"`
+}
+
+func observations(t *rollout.Trajectory) []observed {
+	var out []observed
+	if t == nil {
+		return nil
+	}
+	for _, c := range t.Calls() {
+		if c.Call.Name != QueryTool || c.IsError || c.Structured == nil {
+			continue
+		}
+		b, err := json.Marshal(c.Structured)
+		if err != nil {
+			continue
+		}
+		var o observed
+		dec := json.NewDecoder(strings.NewReader(string(b)))
+		dec.UseNumber()
+		if dec.Decode(&o) == nil && o.Columns != nil {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+var orderBy = regexp.MustCompile(`(?i)\border\s+by\b`)
+
+func (a *Assertions) checkSQL(ctx context.Context, in *Input, src string) (Check, error) {
+	if in.Sandbox == nil {
+		return Check{}, fmt.Errorf("assertion %q needs the trajectory's sandbox", src)
+	}
+	res, err := in.Sandbox.DB().Oracle(ctx, src)
+	if err != nil {
+		return Check{}, fmt.Errorf("oracle %q: %w", src, err)
+	}
+	want := canonRows(res.Rows)
+	ordered := orderBy.MatchString(src)
+	obs := observations(in.Trajectory)
+	for _, o := range obs {
+		if len(o.Columns) != len(res.Columns) {
+			continue
+		}
+		if sameRows(canonRows(o.Rows), want, ordered) {
+			return Check{Name: src, Held: true, Why: "a query_database result has the oracle's rows"}, nil
+		}
+	}
+	if len(res.Rows) == 1 && len(res.Columns) == 1 {
+		cell := canon(res.Rows[0][0])
+		if len(obs) == 0 {
+			return Check{Name: src, Why: fmt.Sprintf("the oracle's value %s was never queried (no successful query_database call)", cell)}, nil
+		}
+		if inAnswer(in.Trajectory.Answer, res.Rows[0][0]) {
+			return Check{Name: src, Held: true, Why: fmt.Sprintf("the final answer states the oracle's value %s", cell)}, nil
+		}
+		return Check{Name: src, Why: fmt.Sprintf("no query result had the oracle's value %s and the final answer does not state it", cell)}, nil
+	}
+	if len(obs) == 0 {
+		return Check{Name: src, Why: "no successful query_database call"}, nil
+	}
+	return Check{Name: src, Why: fmt.Sprintf("no query result had the oracle's %d rows", len(res.Rows))}, nil
+}
+
+// canon writes a cell so that equal values of different types (3, 3.0,
+// "3", json.Number("3")) compare equal.
+func canon(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "NULL"
+	case bool:
+		return strconv.FormatBool(x)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case int:
+		return strconv.Itoa(x)
+	case float64:
+		return canonFloat(x)
+	case json.Number:
+		return canonNumber(string(x))
+	case string:
+		return canonNumber(x)
+	case []byte:
+		return canonNumber(string(x))
+	case time.Time:
+		return x.UTC().Format(time.RFC3339Nano)
+	}
+	return fmt.Sprint(v)
+}
+
+func canonFloat(f float64) string {
+	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
+		return strconv.FormatInt(int64(f), 10)
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}
+
+// canonNumber canonicalises a string that spells a number; other strings
+// are returned as they are.
+func canonNumber(s string) string {
+	t := strings.TrimSpace(s)
+	if t == "" {
+		return s
+	}
+	if n, err := strconv.ParseInt(t, 10, 64); err == nil {
+		return strconv.FormatInt(n, 10)
+	}
+	if c := t[0]; !(c == '-' || c == '+' || c == '.' || c >= '0' && c <= '9') {
+		return s // not a number (keeps "NaN", "Inf" words as text)
+	}
+	if f, err := strconv.ParseFloat(t, 64); err == nil {
+		return canonFloat(f)
+	}
+	return s
+}
+
+func canonRows(rows [][]any) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		cells := make([]string, len(r))
+		for j, v := range r {
+			cells[j] = canon(v)
+		}
+		out[i] = strings.Join(cells, "\x1f")
+	}
+	return out
+}
+
+func sameRows(got, want []string, ordered bool) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	if !ordered {
+		got = append([]string(nil), got...)
+		want = append([]string(nil), want...)
+		sort.Strings(got)
+		sort.Strings(want)
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			return false
+		}
+	}
+	return true
+}
+
+var numberToken = regexp.MustCompile(`-?\d[\d,]*(?:\.\d+)?`)
+
+// inAnswer reports whether the answer states v as a whole token: a number
+// compared numerically (thousands separators allowed, 3 matches 3.0), any
+// other value case-insensitively between non-word characters.
+func inAnswer(answer string, v any) bool {
+	c := canon(v)
+	if _, err := strconv.ParseFloat(c, 64); err == nil {
+		for _, loc := range numberToken.FindAllStringIndex(answer, -1) {
+			if loc[0] > 0 && (isWordByte(answer[loc[0]-1]) || answer[loc[0]-1] == '.') {
+				continue
+			}
+			if loc[1] < len(answer) && isWordByte(answer[loc[1]]) {
+				continue
+			}
+			tok := strings.TrimRight(strings.ReplaceAll(answer[loc[0]:loc[1]], ",", ""), ",")
+			if canonNumber(tok) == c {
+				return true
+			}
+		}
+		return false
+	}
+	if c == "" {
+		return false
+	}
+	re, err := regexp.Compile(`(?i)(^|[^\pL\pN_])` + regexp.QuoteMeta(c) + `($|[^\pL\pN_])`)
+	return err == nil && re.MatchString(answer)
+}

@@ -1,0 +1,204 @@
+package reward
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/mcprl/mcprl/internal/pycompat"
+	"github.com/mcprl/mcprl/task"
+)
+
+// SeedConfig holds what the user's function hard-codes: the tool catalog,
+// and the tool, argument and keyword of the +0.4 check.
+type SeedConfig struct {
+	Catalog   []string `json:"catalog,omitempty"`
+	QueryTool string   `json:"query_tool,omitempty"`
+	Argument  string   `json:"argument,omitempty"`
+	Keyword   string   `json:"keyword,omitempty"`
+	// MaxDepth is the JSON nesting depth past which Python's json.loads
+	// raises RecursionError; 0 means pycompat.DefaultMaxDepth.
+	MaxDepth int `json:"max_depth,omitempty"`
+}
+
+// DefaultSeedConfig is the user's: ["query_database", "run_linter"], and
+// +0.4 when query_database's "sql" contains "inactive" (after .lower()).
+func DefaultSeedConfig() SeedConfig {
+	return SeedConfig{Catalog: []string{"query_database", "run_linter"}, QueryTool: "query_database", Argument: "sql", Keyword: "inactive"}
+}
+
+// withDefaults fills empty fields from the user's configuration.
+func (c SeedConfig) withDefaults() SeedConfig {
+	d := DefaultSeedConfig()
+	if c.Catalog == nil {
+		c.Catalog = d.Catalog
+	}
+	if c.QueryTool == "" {
+		c.QueryTool = d.QueryTool
+	}
+	if c.Argument == "" {
+		c.Argument = d.Argument
+	}
+	if c.Keyword == "" {
+		c.Keyword = d.Keyword
+	}
+	if c.MaxDepth == 0 {
+		c.MaxDepth = pycompat.DefaultMaxDepth
+	}
+	return c
+}
+
+// The seed's stages: how far a completion got through compute_mcp_reward.
+const (
+	StageNoTag       = "no_tag"       // 0.0: no <tool_call>...</tool_call>
+	StageBadJSON     = "bad_json"     // 0.1: json.loads raised JSONDecodeError
+	StageUnknownTool = "unknown_tool" // -0.5: name not in the catalog
+	StageKnownTool   = "known_tool"   // 0.6: valid JSON, known tool
+	StageKeyword     = "keyword"      // 1.0: query_database SQL contains the keyword
+)
+
+// SeedResult is the outcome of compute_mcp_reward on one completion.
+type SeedResult struct {
+	Value float64
+	Stage string
+	// PythonError is the exception the Python function raises on this
+	// completion ("AttributeError: 'list' object has no attribute 'get'"),
+	// "" when it returns normally. Python crashes the whole batch there;
+	// mcprl gives the documented Value instead:
+	//   - JSON that is not an object (list, str, number, null):      0.1, as unparseable
+	//   - an int of more than 4300 digits (ValueError) or nesting
+	//     past the recursion limit (RecursionError):               0.1, as unparseable
+	//   - query_database with "arguments" not an object, or "sql"
+	//     not a string (AttributeError):                           0.6, known tool without the keyword bonus
+	PythonError string
+}
+
+// SeedScore is the user's compute_mcp_reward for one completion text,
+// reproduced with CPython 3.11's semantics: re.search(r"<tool_call>(.*?)</tool_call>", text, re.DOTALL)
+// takes the first opening tag and the first closing tag after it;
+// .strip() removes Python's whitespace set; json.loads follows pycompat;
+// `name not in catalog` is str equality; .lower() is Python's full mapping.
+func SeedScore(text string, cfg SeedConfig) SeedResult {
+	const open, close = "<tool_call>", "</tool_call>"
+	i := strings.Index(text, open)
+	if i < 0 {
+		return SeedResult{Value: 0.0, Stage: StageNoTag}
+	}
+	body := text[i+len(open):]
+	j := strings.Index(body, close)
+	if j < 0 {
+		return SeedResult{Value: 0.0, Stage: StageNoTag}
+	}
+	raw := pycompat.Strip(body[:j])
+	depth := cfg.MaxDepth
+	if depth == 0 {
+		depth = pycompat.DefaultMaxDepth
+	}
+	obj, err := pycompat.LoadsDepth(raw, depth)
+	if err != nil {
+		r := SeedResult{Value: 0.1, Stage: StageBadJSON}
+		if pe, ok := err.(*pycompat.Error); ok && pe.Class != pycompat.JSONDecodeError {
+			r.PythonError = pe.Error()
+		}
+		return r
+	}
+	score := 0.0
+	score += 0.3
+	if obj.Kind != pycompat.DictKind {
+		return SeedResult{Value: 0.1, Stage: StageBadJSON, PythonError: attrError(obj.Kind, "get")}
+	}
+	name, _ := obj.Get("name")
+	known := false
+	if name != nil && name.Kind == pycompat.StrKind {
+		for _, c := range cfg.Catalog {
+			if name.Str == c {
+				known = true
+				break
+			}
+		}
+	}
+	if !known {
+		return SeedResult{Value: -0.5, Stage: StageUnknownTool}
+	}
+	score += 0.3
+	if name.Str != cfg.QueryTool {
+		return SeedResult{Value: score, Stage: StageKnownTool}
+	}
+	args, ok := obj.Get("arguments")
+	if !ok {
+		return SeedResult{Value: score, Stage: StageKnownTool} // {} .get("sql", "") is ""
+	}
+	if args.Kind != pycompat.DictKind {
+		return SeedResult{Value: score, Stage: StageKnownTool, PythonError: attrError(args.Kind, "get")}
+	}
+	sql, ok := args.Get(cfg.Argument)
+	if !ok {
+		return SeedResult{Value: score, Stage: StageKnownTool}
+	}
+	if sql.Kind != pycompat.StrKind {
+		return SeedResult{Value: score, Stage: StageKnownTool, PythonError: attrError(sql.Kind, "lower")}
+	}
+	if strings.Contains(pycompat.Lower(sql.Str), cfg.Keyword) {
+		score += 0.4
+		return SeedResult{Value: score, Stage: StageKeyword}
+	}
+	return SeedResult{Value: score, Stage: StageKnownTool}
+}
+
+func attrError(k pycompat.Kind, attr string) string {
+	return fmt.Sprintf("AttributeError: '%s' object has no attribute '%s'", k.TypeName(), attr)
+}
+
+// Seed is the user's compute_mcp_reward as a Func, over the concatenated
+// assistant text of the trajectory.
+type Seed struct {
+	Config SeedConfig
+	// PerTask, when set, gives a task its own configuration (empty fields
+	// fall back to Config).
+	PerTask func(*task.Task) (SeedConfig, bool)
+}
+
+// NewSeed returns the seed reward with cfg (empty fields: the user's).
+func NewSeed(cfg SeedConfig) *Seed { return &Seed{Config: cfg.withDefaults()} }
+
+// Name implements Func.
+func (s *Seed) Name() string { return "seed" }
+
+// ConfigFor returns the configuration applied to t.
+func (s *Seed) ConfigFor(t *task.Task) SeedConfig {
+	cfg := s.Config.withDefaults()
+	if s.PerTask != nil && t != nil {
+		if c, ok := s.PerTask(t); ok {
+			if c.Catalog != nil {
+				cfg.Catalog = c.Catalog
+			}
+			if c.QueryTool != "" {
+				cfg.QueryTool = c.QueryTool
+			}
+			if c.Argument != "" {
+				cfg.Argument = c.Argument
+			}
+			if c.Keyword != "" {
+				cfg.Keyword = c.Keyword
+			}
+			if c.MaxDepth != 0 {
+				cfg.MaxDepth = c.MaxDepth
+			}
+		}
+	}
+	return cfg
+}
+
+// Score implements Func.
+func (s *Seed) Score(ctx context.Context, in *Input) (Score, error) {
+	text := ""
+	if in.Trajectory != nil {
+		text = in.Trajectory.Completion()
+	}
+	r := SeedScore(text, s.ConfigFor(in.Task))
+	reason := r.Stage
+	if r.PythonError != "" {
+		reason += " (Python raises " + r.PythonError + ")"
+	}
+	return Score{Value: r.Value, Reason: reason}, nil
+}
