@@ -571,3 +571,48 @@ func StepsEvery(v float64, totalSteps int) int {
 	}
 	return int(v)
 }
+
+// PromptsPerGeneration is the number of distinct prompts in one generation batch
+// (generation_batch_size / num_generations): the prompts one optimizer step trains on when
+// steps_per_generation equals gradient_accumulation_steps (TRL's default).
+func (c *Config) PromptsPerGeneration() (int, error) {
+	gbs, _, err := c.Generation()
+	if err != nil {
+		return 0, err
+	}
+	if c.NumGenerations < 1 || gbs%c.NumGenerations != 0 {
+		return 0, fmt.Errorf("generation batch size %d is not a multiple of num_generations %d", gbs, c.NumGenerations)
+	}
+	return gbs / c.NumGenerations, nil
+}
+
+// StepsPerEpoch is the number of optimizer steps in one pass over numPrompts prompts, as TRL's
+// RepeatSampler and the transformers Trainer count them: the prompts are cut to a whole number k of
+// generation batches, the dataloader then holds k x steps_per_generation x num_iterations batches,
+// and an epoch is that divided by gradient_accumulation_steps (at least 1).
+func (c *Config) StepsPerEpoch(numPrompts int) (int, error) {
+	p, err := c.PromptsPerGeneration()
+	if err != nil {
+		return 0, err
+	}
+	_, spg, _ := c.Generation()
+	k := numPrompts / p
+	if k == 0 {
+		return 0, fmt.Errorf("%d prompts: one generation batch needs %d (per_device_train_batch_size %d x steps_per_generation %d / num_generations %d)",
+			numPrompts, p, c.PerDeviceTrainBatchSize, spg, c.NumGenerations)
+	}
+	return max(k*spg*c.NumIterations/c.GradientAccumulationSteps, 1), nil
+}
+
+// TotalSteps is the length of the run in optimizer steps: max_steps when > 0, else
+// ceil(num_train_epochs x StepsPerEpoch) as the transformers Trainer computes it.
+func (c *Config) TotalSteps(numPrompts int) (int, error) {
+	if c.MaxSteps > 0 {
+		return c.MaxSteps, nil
+	}
+	per, err := c.StepsPerEpoch(numPrompts)
+	if err != nil {
+		return 0, err
+	}
+	return int(math.Ceil(c.NumTrainEpochs * float64(per))), nil
+}

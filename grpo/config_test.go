@@ -237,3 +237,36 @@ scale_rewards: false
 	// 1e-05 dapo none 16
 	// config.yaml:2: unknown key "num_generatons" (did you mean "num_generations"?)
 }
+
+// TestTotalSteps follows TRL's RepeatSampler and the Trainer's count: the user's config (4 x 4
+// completions per step, 8 per prompt) trains on 2 prompts per step.
+func TestTotalSteps(t *testing.T) {
+	cfg, err := Load("testdata/user_config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := cfg.PromptsPerGeneration(); err != nil || p != 2 {
+		t.Errorf("PromptsPerGeneration = %d, %v; want 2", p, err)
+	}
+	for _, c := range []struct{ prompts, perEpoch, total int }{{100, 50, 150}, {101, 50, 150}, {3, 1, 3}} {
+		per, err := cfg.StepsPerEpoch(c.prompts)
+		if err != nil || per != c.perEpoch {
+			t.Errorf("StepsPerEpoch(%d) = %d, %v; want %d", c.prompts, per, err, c.perEpoch)
+		}
+		total, err := cfg.TotalSteps(c.prompts)
+		if err != nil || total != c.total {
+			t.Errorf("TotalSteps(%d) = %d, %v; want %d", c.prompts, total, err, c.total)
+		}
+	}
+	if _, err := cfg.StepsPerEpoch(1); err == nil || !strings.Contains(err.Error(), "needs 2") {
+		t.Errorf("1 prompt with 2 per generation batch: error %v", err)
+	}
+	cfg.NumIterations, cfg.NumTrainEpochs = 2, 0.5
+	if total, _ := cfg.TotalSteps(100); total != 50 {
+		t.Errorf("num_iterations 2, half an epoch: %d steps, want 50", total)
+	}
+	cfg.MaxSteps = 7
+	if total, _ := cfg.TotalSteps(100); total != 7 {
+		t.Errorf("max_steps 7: %d steps", total)
+	}
+}
