@@ -14,8 +14,8 @@ import (
 
 // Template is a compiled chat template (the Jinja chat_template of
 // tokenizer_config.json). Rendering matches Python Jinja2 with Hugging Face's
-// settings (trim_blocks, lstrip_blocks, tojson as json.dumps(ensure_ascii=False),
-// raise_exception) byte for byte; messages, tool schemas and tool-call
+// settings (trim_blocks, lstrip_blocks, tojson as json.dumps(ensure_ascii=False)
+// - see pyjson.go, raise_exception) byte for byte; messages, tool schemas and tool-call
 // arguments are passed as ordered values so JSON key order survives.
 // A Template is safe for concurrent use.
 type Template struct {
@@ -25,7 +25,7 @@ type Template struct {
 
 // ParseTemplate compiles a chat template source.
 func ParseTemplate(source string) (*Template, error) {
-	tmpl, err := jinja.Compile(source)
+	tmpl, err := jinja.Compile(renameToJSON(source))
 	if err != nil {
 		return nil, fmt.Errorf("chat template: %w", err)
 	}
@@ -123,6 +123,7 @@ func (tp *Template) RenderVars(messages []task.Message, tools []json.RawMessage,
 		data["tools"] = jinja.NewList(items)
 	}
 	data["add_generation_prompt"] = jinja.NewBool(addGenerationPrompt)
+	data[pyToJSONName] = pyToJSONValue
 	out, err := tp.tmpl.RenderValues(data)
 	if err != nil {
 		return "", fmt.Errorf("chat template: %w", err)

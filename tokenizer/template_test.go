@@ -108,19 +108,22 @@ func TestTemplateParity(t *testing.T) {
 	}
 }
 
-// TestTemplateExtraRenders checks 34 more Jinja2 renders (gen_extra_renders.py):
+// TestTemplateExtraRenders checks 62 more Jinja2 renders (gen_extra_renders.py):
 // system prompts, several tool calls in one turn, consecutive tool results,
 // unsorted and nested argument keys, arguments given as a JSON string,
-// non-ASCII and HTML characters, Qwen3 thinking history and enable_thinking.
+// non-ASCII and HTML characters, floats (1.0, 1e-07, 1e+16), U+2028 and
+// control characters, Qwen3 thinking history and enable_thinking, and
+// tojson's indent/separators/sort_keys/ensure_ascii arguments.
 func TestTemplateExtraRenders(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join("testdata", "parity", "extra_renders.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var f struct {
-		Tools         []json.RawMessage      `json:"tools"`
-		Conversations map[string][]hfMessage `json:"conversations"`
-		Cases         []struct {
+		CustomTemplate string                 `json:"custom_template"`
+		Tools          []json.RawMessage      `json:"tools"`
+		Conversations  map[string][]hfMessage `json:"conversations"`
+		Cases          []struct {
 			Template, Conversation string
 			Tools                  bool
 			AddGenerationPrompt    bool `json:"add_generation_prompt"`
@@ -135,9 +138,13 @@ func TestTemplateExtraRenders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	templates := map[string]*Template{"qwen2.5": q25, "qwen3": qwen3Template(t)}
-	if len(f.Cases) != 34 {
-		t.Fatalf("%d cases, want 34", len(f.Cases))
+	custom, err := ParseTemplate(f.CustomTemplate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	templates := map[string]*Template{"qwen2.5": q25, "qwen3": qwen3Template(t), "custom": custom}
+	if len(f.Cases) != 62 {
+		t.Fatalf("%d cases, want 62", len(f.Cases))
 	}
 	for i, c := range f.Cases {
 		var tools []json.RawMessage

@@ -30,9 +30,18 @@ def env():
 
 
 cfg = json.load(open("../qwen2.5/tokenizer_config.json"))
+# "custom" exercises tojson's keyword arguments, which the Qwen templates do not use.
+custom = """{%- for m in messages %}{%- for c in m.tool_calls or [] %}
+{{ c.function.arguments | tojson(indent=2) }}
+{{ c.function.arguments | tojson(separators=[',', ':']) }}
+{{ c.function.arguments | tojson(sort_keys=true) }}
+{{ c.function.arguments | tojson(ensure_ascii=true) }}
+{%- endfor %}{%- endfor %}
+{{ tools | tojson }}"""
 templates = {
     "qwen2.5": cfg["chat_template"],
     "qwen3": open("../qwen3_chat_template.jinja").read(),
+    "custom": custom,
 }
 special = {"bos_token": None, "eos_token": cfg["eos_token"], "pad_token": cfg["pad_token"], "unk_token": None}
 
@@ -43,7 +52,7 @@ tools = [
                     "max_rows": {"type": "integer", "minimum": 1, "default": 100}}, "required": ["sql"]}}},
     {"type": "function", "function": {"name": "run_linter", "description": "Lint a file of the workspace; naïve → ünïcode.",
      "parameters": {"type": "object", "required": ["path"], "properties": {"path": {"type": "string"},
-                    "strict": {"type": "boolean"}, "ratio": {"type": "number"}}}}},
+                    "strict": {"type": "boolean"}, "ratio": {"type": "number", "default": 0.0, "minimum": 1.5e-5, "maximum": 1e6}}}}},
 ]
 
 
@@ -68,6 +77,15 @@ conversations = {
         {"role": "assistant", "content": "", "tool_calls": [
             call("query_database", {"zeta": 1, "sql": "SELECT 1", "alpha": {"y": [1, 2, {"b": None, "a": False}], "x": "é<&>"}})]},
         {"role": "tool", "content": "[[1]]"},
+    ],
+    "json_edge_cases": [
+        {"role": "user", "content": "Edge cases."},
+        {"role": "assistant", "content": "", "tool_calls": [
+            call("query_database", {"one": 1.0, "big": 1234567.5, "tiny": 1e-7, "huge": 1e16, "tenth": 0.1, "negzero": -0.0,
+                                    "hundred": 100.0, "int": 9007199254740993, "neg": -42, "exp": 2.5e+20,
+                                    "seps": "line\u2028para\u2029 del\x7f nul\x00 bell\x07 tab\t \"q\" back\\slash",
+                                    "emoji": "😀 日本 é", "empty_list": [], "empty_obj": {}, "nested": [[], [{}], [1.5, None, True]]})]},
+        {"role": "tool", "content": "ok"},
     ],
     "string_args": [
         {"role": "user", "content": "Lint it."},
@@ -102,7 +120,7 @@ for tname, src in templates.items():
                           "add_generation_prompt": True, "vars": {"enable_thinking": think},
                           "rendered": tmpl.render(**kwargs)})
 
-out = {"how": __doc__.strip(), "tools": tools, "conversations": conversations, "cases": cases}
+out = {"how": __doc__.strip(), "custom_template": custom, "tools": tools, "conversations": conversations, "cases": cases}
 with open("extra_renders.json", "w", encoding="utf-8") as f:
     json.dump(out, f, ensure_ascii=False, indent=1)
     f.write("\n")
