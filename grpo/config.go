@@ -150,6 +150,73 @@ type Config struct {
 	DynamicSampling bool `yaml:"dynamic_sampling"`
 	// DynamicSamplingMaxRounds bounds the generation rounds per step when refilling (0: no bound).
 	DynamicSamplingMaxRounds int `yaml:"dynamic_sampling_max_rounds"`
+
+	// Ignored lists the TRL keys found in the file that change nothing in mcprl (logging destinations,
+	// PyTorch precision and memory switches), as "key (line N)"; the CLI should mention them.
+	Ignored []string `yaml:"-"`
+}
+
+// trlNoEffect are TRL GRPOConfig / transformers TrainingArguments options that do not change what
+// mcprl computes: they are accepted (so a TRL config loads) and listed in Config.Ignored.
+var trlNoEffect = setOf("report_to", "logging_dir", "run_name", "disable_tqdm", "logging_strategy", "save_strategy",
+	"logging_first_step", "log_completions", "num_completions_to_print", "log_unique_prompts", "log_multimodal",
+	"remove_unused_columns", "gradient_checkpointing", "bf16", "fp16", "tf32", "dataloader_num_workers",
+	"ddp_find_unused_parameters", "overwrite_output_dir", "use_liger_kernel", "torch_empty_cache_steps",
+	"ds3_gather_for_generation", "trust_remote_code", "model_init_kwargs", "push_to_hub", "hub_model_id",
+	"save_only_model", "disable_dropout")
+
+// trlUnsupported are TRL GRPOConfig options that would change the computation but mcprl does not
+// implement: naming one is an error that says so.
+var trlUnsupported = setOf("cache_implementation", "cast_lm_head_to_fp32", "chat_template_kwargs", "delta",
+	"entropy_coef", "entropy_coef_delta", "entropy_coef_max", "entropy_coef_min", "entropy_target",
+	"generation_kwargs", "min_p", "multi_objective_aggregation", "num_generations_eval", "off_policy_mask_threshold",
+	"pad_to_multiple_of", "ref_model_mixup_alpha", "ref_model_sync_steps", "repetition_penalty", "reward_weights",
+	"router_aux_loss_coef", "sapo_temperature_neg", "sapo_temperature_pos", "sync_ref_model", "top_entropy_quantile",
+	"use_adaptive_entropy", "use_bias_correction_kl", "use_vllm", "vespo_k_neg", "vespo_k_pos", "vespo_lambda_neg",
+	"vespo_lambda_pos", "lr_scheduler_kwargs", "optim", "eval_strategy", "eval_steps", "per_device_eval_batch_size",
+	"gradient_checkpointing_kwargs", "resume_from_checkpoint")
+
+func setOf(keys ...string) map[string]bool {
+	m := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		m[k] = true
+	}
+	return m
+}
+
+// fileType is Config inlined with one field per no-effect key, so that yaml.v3's KnownFields decoding
+// accepts exactly Config's keys and those.
+var fileType = func() reflect.Type {
+	fields := []reflect.StructField{{Name: "Config", Type: reflect.TypeOf(Config{}), Tag: `yaml:",inline"`}}
+	keys := make([]string, 0, len(trlNoEffect))
+	for k := range trlNoEffect {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for i, k := range keys {
+		fields = append(fields, reflect.StructField{
+			Name: fmt.Sprintf("Ignored%d", i), Type: reflect.TypeOf(yaml.Node{}), Tag: reflect.StructTag(`yaml:"` + k + `"`),
+		})
+	}
+	return reflect.StructOf(fields)
+}()
+
+// ignoredKeys lists the top-level no-effect keys of a parsed file with their lines.
+func ignoredKeys(root *yaml.Node) []string {
+	n := root
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	var out []string
+	if n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i]; trlNoEffect[k.Value] {
+			out = append(out, fmt.Sprintf("%s (line %d)", k.Value, k.Line))
+		}
+	}
+	return out
 }
 
 // Default returns TRL's GRPOConfig defaults (TRL 2026-07 with transformers' TrainingArguments).
@@ -205,11 +272,16 @@ func Parse(data []byte, name string) (*Config, error) {
 		if errs := checkKeys(&root, reflect.TypeOf(cfg), "", keys, name); len(errs) > 0 {
 			return nil, errors.Join(errs...)
 		}
+		// Decode with KnownFields into Config plus the no-effect TRL keys (captured, then dropped).
+		file := reflect.New(fileType)
+		file.Elem().Field(0).Set(reflect.ValueOf(cfg))
 		dec := yaml.NewDecoder(bytes.NewReader(data))
 		dec.KnownFields(true)
-		if err := dec.Decode(&cfg); err != nil {
+		if err := dec.Decode(file.Interface()); err != nil {
 			return nil, decodeError(err, name, keys)
 		}
+		cfg = file.Elem().Field(0).Interface().(Config)
+		cfg.Ignored = ignoredKeys(&root)
 	}
 	if err := cfg.Validate(); err != nil {
 		lines := map[string]int{}
@@ -313,6 +385,13 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string, keys map[int]string, n
 			p = path + "." + k.Value
 		}
 		ft, ok := known[k.Value]
+		if !ok && path == "" && trlNoEffect[k.Value] {
+			continue
+		}
+		if !ok && path == "" && trlUnsupported[k.Value] {
+			errs = append(errs, fmt.Errorf("%s:%d: %q is a TRL GRPOConfig option that mcprl does not implement; remove it", name, k.Line, p))
+			continue
+		}
 		if !ok {
 			msg := fmt.Sprintf("%s:%d: unknown key %q", name, k.Line, p)
 			if s := closest(k.Value, known); s != "" {

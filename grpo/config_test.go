@@ -270,3 +270,28 @@ func TestTotalSteps(t *testing.T) {
 		t.Errorf("max_steps 7: %d steps", total)
 	}
 }
+
+// TestTRLOnlyKeys: TRL keys that change nothing here load and are listed; TRL options mcprl does not
+// implement are errors that say so, by line.
+func TestTRLOnlyKeys(t *testing.T) {
+	cfg, err := Parse([]byte("report_to: none\nlearning_rate: 1e-5\nbf16: true\ngradient_checkpointing: true\n"), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(cfg.Ignored, ", "); got != "report_to (line 1), bf16 (line 3), gradient_checkpointing (line 4)" {
+		t.Errorf("Ignored = %q", got)
+	}
+	if cfg.LearningRate != 1e-5 {
+		t.Errorf("learning_rate %v", cfg.LearningRate)
+	}
+	_, err = Parse([]byte("beta: 0.1\ndelta: 1.5\nuse_vllm: true\n"), "t.yaml")
+	for _, w := range []string{`t.yaml:2: "delta" is a TRL GRPOConfig option that mcprl does not implement`, `t.yaml:3: "use_vllm"`} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("error %v, want it to contain %q", err, w)
+		}
+	}
+	// A no-effect key is only accepted at the top level.
+	if _, err := Parse([]byte("rewards:\n  - {name: a, bf16: true}\n"), "t.yaml"); err == nil {
+		t.Error("bf16 inside a reward: want an unknown-key error")
+	}
+}
