@@ -62,6 +62,14 @@ func lexSQL(src string, d dialect) ([]statement, error) {
 			}
 			i = j
 		case c == ';':
+			if d == dialectSQLite && inTrigger(cur) && !endsWithEnd(cur) {
+				// Inside CREATE TRIGGER ... BEGIN ... END a ';' ends a body
+				// statement, not the trigger; only "END;" does (SQLite's own
+				// sqlite3_complete rule).
+				cur = append(cur, token{tokPunct, ";"})
+				i++
+				continue
+			}
 			if len(cur) > 0 {
 				stmts = append(stmts, cur)
 				cur = nil
@@ -98,7 +106,7 @@ func lexSQL(src string, d dialect) ([]statement, error) {
 		case c == '$' && d == dialectPG && i+1 < n && (src[i+1] == '$' || isIdentStart(src[i+1])):
 			// $tag$ ... $tag$ dollar quote, or a $1 parameter.
 			j := i + 1
-			for j < n && isIdentChar(src[j]) {
+			for j < n && isIdentChar(src[j]) && src[j] != '$' {
 				j++
 			}
 			if j < n && src[j] == '$' {
@@ -162,6 +170,24 @@ func lexSQL(src string, d dialect) ([]statement, error) {
 		stmts = append(stmts, cur)
 	}
 	return stmts, nil
+}
+
+// inTrigger reports whether the statement so far is a CREATE TRIGGER.
+func inTrigger(cur statement) bool {
+	if len(cur) < 2 || cur[0].kind != tokWord || cur[0].text != "create" {
+		return false
+	}
+	for _, t := range cur[1:min(len(cur), 4)] {
+		if t.kind == tokWord && t.text == "trigger" {
+			return true
+		}
+	}
+	return false
+}
+
+func endsWithEnd(cur statement) bool {
+	last := cur[len(cur)-1]
+	return last.kind == tokWord && last.text == "end"
 }
 
 func isIdentStart(c byte) bool {

@@ -106,8 +106,13 @@ func (t *sqliteTemplate) open(ctx context.Context) (*sql.Conn, sqliteConn, error
 
 // discard closes the connection for good (it is never reused).
 func (t *sqliteTemplate) discard(sc *sql.Conn) error {
+	// Returning driver.ErrBadConn from Raw makes database/sql close the
+	// driver connection instead of pooling it.
 	sc.Raw(func(any) error { return driver.ErrBadConn })
-	return sc.Close()
+	if err := sc.Close(); err != nil && !errors.Is(err, sql.ErrConnDone) {
+		return err
+	}
+	return nil
 }
 
 func (t *sqliteTemplate) fork(ctx context.Context) (forkConn, error) {
