@@ -2,8 +2,10 @@ package tokenizer
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -85,6 +87,44 @@ func BenchmarkEncode(b *testing.B) {
 					vr.enc(s)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkEncodeLongPiece shows the cost of one long pre-tokenizer piece (a
+// run of spaces or of punctuation, which the split pattern keeps whole):
+// tiktoken-go's merge loop is quadratic in the piece length, against the
+// baseline of the same number of bytes of ordinary mixed text (the parity
+// corpus, cut to size), in the same run.
+//
+//	go test ./tokenizer -run '^$' -bench EncodeLongPiece -benchtime 5x
+func BenchmarkEncodeLongPiece(b *testing.B) {
+	tok := qwen(b)
+	texts, _ := benchCorpus(b)
+	var mixed []byte
+	for _, s := range texts {
+		mixed = append(mixed, s...)
+	}
+	for _, n := range []int{1000, 4000, 16000} {
+		inputs := map[string]string{
+			"spaces":   strings.Repeat(" ", n),
+			"dashes":   strings.Repeat("-", n),
+			"baseline": strings.ToValidUTF8(string(mixed[:n]), ""),
+		}
+		b.Run(fmt.Sprintf("%dB", n), func(b *testing.B) {
+			spent := map[string]time.Duration{}
+			for i := 0; i < b.N; i++ {
+				for _, name := range []string{"baseline", "spaces", "dashes"} {
+					start := time.Now()
+					tok.Encode(inputs[name])
+					spent[name] += time.Since(start)
+				}
+			}
+			for _, name := range []string{"baseline", "spaces", "dashes"} {
+				b.ReportMetric(float64(spent[name].Microseconds())/float64(b.N), name+"-us")
+			}
+			b.ReportMetric(spent["spaces"].Seconds()/spent["baseline"].Seconds(), "spaces-x-baseline")
+			b.ReportMetric(spent["dashes"].Seconds()/spent["baseline"].Seconds(), "dashes-x-baseline")
 		})
 	}
 }
