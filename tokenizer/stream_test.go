@@ -121,3 +121,11 @@ func TestDecodeReplacement(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodeInvalidUTF8: an invalid byte in the text is encoded as U+FFFD.
+func TestEncodeInvalidUTF8(t *testing.T) {
+	tok := qwen(t)
+	if got := tok.Decode(tok.Encode("a\xffb\xe6\x97")); got != "a\uFFFDb\uFFFD\uFFFD" {
+		t.Errorf("Decode(Encode(invalid)) = %q", got)
+	}
+}
