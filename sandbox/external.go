@@ -62,7 +62,7 @@ func connectExternal(ctx context.Context, client *mcp.Client, fixtureDir string,
 		cmd.Stderr = nil // discarded: servers log there
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		e.cmd = cmd
-		transport = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+		transport = &mcp.CommandTransport{Command: cmd, TerminateDuration: 500 * time.Millisecond}
 	case spec.URL != "":
 		transport = &mcp.StreamableClientTransport{Endpoint: spec.URL, MaxRetries: -1, DisableStandaloneSSE: true}
 	default:

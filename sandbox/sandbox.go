@@ -56,6 +56,11 @@ type Options struct {
 	ConnectTimeout time.Duration
 	// Logger receives the SDK's diagnostics (discarded when nil).
 	Logger *slog.Logger
+	// SDKPipe connects each sandbox's client and server with the SDK's
+	// mcp.NewInMemoryTransports (a byte stream over net.Pipe) instead of the
+	// message-passing in-memory transport of this package (see
+	// BenchmarkToolsCall for the difference).
+	SDKPipe bool
 }
 
 // Factory makes sandboxes for one fixture. It is safe for concurrent use.
@@ -67,6 +72,7 @@ type Factory struct {
 	dialect   string
 	enabled   map[string]bool // built-in tools to serve
 	externals []*external
+	builtin   map[string]*mcp.Tool // definitions of the built-in tools
 	cache     *mcp.SchemaCache
 	client    *mcp.Client
 	tools     []*mcp.Tool // the catalog, as tools/list gives it
@@ -159,6 +165,9 @@ func NewFactory(ctx context.Context, fx *task.Fixture, opts Options) (_ *Factory
 		return nil, fmt.Errorf("sandbox: fixture %s: %w", fx.Name, err)
 	}
 
+	if f.builtin, err = f.builtinTools(); err != nil {
+		return nil, err
+	}
 	// The catalog is what a client sees: list it once through a real session.
 	f.tools, err = f.listTools(ctx)
 	if err != nil {
@@ -218,7 +227,10 @@ func (f *Factory) Fork(ctx context.Context) (*Sandbox, error) {
 	}
 	s := &Sandbox{f: f, db: db}
 	srv := f.newServer(db)
-	st, ct := mcp.NewInMemoryTransports()
+	st, ct := newMemTransports()
+	if f.opts.SDKPipe {
+		st, ct = mcp.NewInMemoryTransports()
+	}
 	s.ss, err = srv.Connect(ctx, st, nil)
 	if err != nil {
 		db.Close()

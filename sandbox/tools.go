@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -9,11 +10,69 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcprl/mcprl/sandbox/lint"
 	"github.com/mcprl/mcprl/sandbox/sqldb"
 )
+
+// builtinTools defines the built-in tools: name, description, and the input
+// schema inferred from QueryArgs and LintArgs.
+func (f *Factory) builtinTools() (map[string]*mcp.Tool, error) {
+	qs, err := jsonschema.For[QueryArgs](nil)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: query_database schema: %w", err)
+	}
+	ls, err := jsonschema.For[LintArgs](nil)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: run_linter schema: %w", err)
+	}
+	return map[string]*mcp.Tool{
+		ToolQueryDatabase: {
+			Name:        ToolQueryDatabase,
+			Title:       "Query the database",
+			Description: f.queryDescription(),
+			InputSchema: qs,
+			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)},
+		},
+		ToolRunLinter: {
+			Name:        ToolRunLinter,
+			Title:       "Lint a workspace file",
+			Description: f.lintDescription(),
+			InputSchema: ls,
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
+		},
+	}, nil
+}
+
+// stringArg decodes arguments that must be {"<field>": "<string>"} and
+// nothing else; msg says what is wrong, for the model. (The built-in tools
+// check their one argument here rather than through generic schema
+// validation, which costs a third of a tools/call round trip.)
+func stringArg(raw json.RawMessage, tool, field string) (value, msg string) {
+	example := fmt.Sprintf(`{"%s": "..."}`, field)
+	var args map[string]json.RawMessage
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", fmt.Sprintf("missing required argument %q: call %s with %s", field, tool, example)
+	}
+	if err := json.Unmarshal(raw, &args); err != nil {
+		return "", fmt.Sprintf("arguments must be a JSON object like %s", example)
+	}
+	for k := range args {
+		if k != field {
+			return "", fmt.Sprintf("unknown argument %q: %s takes only %q", k, tool, field)
+		}
+	}
+	v, ok := args[field]
+	if !ok {
+		return "", fmt.Sprintf("missing required argument %q: call %s with %s", field, tool, example)
+	}
+	if err := json.Unmarshal(v, &value); err != nil || string(v) == "null" {
+		return "", fmt.Sprintf("argument %q must be a string, got %.40s", field, v)
+	}
+	return value, ""
+}
 
 // QueryArgs are query_database's arguments.
 type QueryArgs struct {
@@ -34,23 +93,21 @@ func (f *Factory) newServer(db *sqldb.DB) *mcp.Server {
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 	})
 	if f.enabled[ToolQueryDatabase] {
-		mcp.AddTool(srv, &mcp.Tool{
-			Name:        ToolQueryDatabase,
-			Title:       "Query the database",
-			Description: f.queryDescription(),
-			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)},
-		}, func(ctx context.Context, _ *mcp.CallToolRequest, in QueryArgs) (*mcp.CallToolResult, any, error) {
-			return queryDatabase(ctx, db, in)
+		srv.AddTool(f.builtin[ToolQueryDatabase], func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			sql, msg := stringArg(req.Params.Arguments, ToolQueryDatabase, "sql")
+			if msg != "" {
+				return ErrorResult(msg), nil
+			}
+			return queryDatabase(ctx, db, sql)
 		})
 	}
 	if f.enabled[ToolRunLinter] {
-		mcp.AddTool(srv, &mcp.Tool{
-			Name:        ToolRunLinter,
-			Title:       "Lint a workspace file",
-			Description: f.lintDescription(),
-			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
-		}, func(ctx context.Context, _ *mcp.CallToolRequest, in LintArgs) (*mcp.CallToolResult, any, error) {
-			return f.runLinter(ctx, db, in)
+		srv.AddTool(f.builtin[ToolRunLinter], func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			path, msg := stringArg(req.Params.Arguments, ToolRunLinter, "path")
+			if msg != "" {
+				return ErrorResult(msg), nil
+			}
+			return f.runLinter(ctx, db, path)
 		})
 	}
 	for _, e := range f.externals {
@@ -122,36 +179,36 @@ func workspaceFiles(dir string, max int) []string {
 
 // queryDatabase runs the policy's SQL on its fork. SQL errors and refusals
 // are results the model reads; only infrastructure failures are errors.
-func queryDatabase(ctx context.Context, db *sqldb.DB, in QueryArgs) (*mcp.CallToolResult, any, error) {
-	if strings.TrimSpace(in.SQL) == "" {
-		return ErrorResult("sql is empty: give one SQL statement"), nil, nil
+func queryDatabase(ctx context.Context, db *sqldb.DB, sql string) (*mcp.CallToolResult, error) {
+	if strings.TrimSpace(sql) == "" {
+		return ErrorResult("sql is empty: give one SQL statement"), nil
 	}
-	r, err := db.Query(ctx, in.SQL)
+	r, err := db.Query(ctx, sql)
 	if err != nil {
 		var qe *sqldb.QueryError
 		if errors.As(err, &qe) {
-			return ErrorResult(qe.Error()), nil, nil
+			return ErrorResult(qe.Error()), nil
 		}
 		if ctx.Err() != nil {
-			return nil, nil, fmt.Errorf("query cancelled: %w", ctx.Err())
+			return nil, fmt.Errorf("query cancelled: %w", ctx.Err())
 		}
-		return nil, nil, fmt.Errorf("database failure: %w", err)
+		return nil, fmt.Errorf("database failure: %w", err)
 	}
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: r.Text()}},
 		StructuredContent: r,
-	}, nil, nil
+	}, nil
 }
 
 // runLinter lints a workspace file; refusals are results the model reads.
-func (f *Factory) runLinter(ctx context.Context, db *sqldb.DB, in LintArgs) (*mcp.CallToolResult, any, error) {
-	r, err := f.linter.Lint(ctx, in.Path, lint.Databases{Scratch: f.tmpl.Fork, Live: db})
+func (f *Factory) runLinter(ctx context.Context, db *sqldb.DB, path string) (*mcp.CallToolResult, error) {
+	r, err := f.linter.Lint(ctx, path, lint.Databases{Scratch: f.tmpl.Fork, Live: db})
 	if err != nil {
 		var re *lint.RefusalError
 		if errors.As(err, &re) {
-			return ErrorResult(re.Error()), nil, nil
+			return ErrorResult(re.Error()), nil
 		}
-		return nil, nil, err
+		return nil, err
 	}
 	if r.Findings == nil {
 		r.Findings = []lint.Finding{} // [] rather than null in structured content
@@ -160,5 +217,5 @@ func (f *Factory) runLinter(ctx context.Context, db *sqldb.DB, in LintArgs) (*mc
 		Content:           []mcp.Content{&mcp.TextContent{Text: r.Text()}},
 		StructuredContent: r,
 		IsError:           r.TimedOut,
-	}, nil, nil
+	}, nil
 }
