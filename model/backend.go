@@ -1,0 +1,34 @@
+package model
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/backends/simplego"
+)
+
+// DefaultBackendConfig is the pure-Go (simplego) backend configuration NewBackend uses (simplego's defaults:
+// parallel DotGeneral over all cores; ops of a graph in parallel when one graph runs at a time).
+const DefaultBackendConfig = ""
+
+// NewBackend returns the pure-Go GoMLX backend (nothing to download) tuned for this package's graphs.
+// config "" means DefaultBackendConfig; otherwise it is simplego's comma-separated option list.
+// $GOMLX_BACKEND, when set, overrides everything (e.g. "xla:cpu" where a PJRT plugin is installed).
+func NewBackend(config string) (backends.Backend, error) {
+	if os.Getenv(backends.ConfigEnvVar) != "" {
+		b, err := backends.New()
+		if err != nil {
+			return nil, fmt.Errorf("backend from $%s: %w", backends.ConfigEnvVar, err)
+		}
+		return b, nil
+	}
+	if config == "" {
+		config = DefaultBackendConfig
+	}
+	b, err := simplego.New(config)
+	if err != nil {
+		return nil, fmt.Errorf("simplego backend %q: %w", config, err)
+	}
+	return b, nil
+}

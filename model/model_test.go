@@ -1,0 +1,111 @@
+package model
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"testing"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+)
+
+func testBackend(t testing.TB) backends.Backend {
+	t.Helper()
+	b, err := NewBackend("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+type goldenFile struct {
+	Tokens        [][]int32 `json:"tokens"`
+	AttentionMask [][]int32 `json:"attention_mask"`
+	Models        map[string]struct {
+		Logits        []float64   `json:"logits"`
+		LogitsShape   []int       `json:"logits_shape"`
+		TokenLogProbs [][]float64 `json:"token_logprobs"`
+	} `json:"models"`
+}
+
+func readGolden(t *testing.T) *goldenFile {
+	t.Helper()
+	data, err := os.ReadFile("testdata/golden.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g goldenFile
+	if err := json.Unmarshal(data, &g); err != nil {
+		t.Fatal(err)
+	}
+	return &g
+}
+
+// run executes a graph function of the model's context on tokens and mask.
+func run(t *testing.T, m *Model, fn func(ctx *context.Context, tokens, mask *graph.Node) *graph.Node, tokens, mask *tensors.Tensor) []float32 {
+	t.Helper()
+	e, err := context.NewExec(m.Backend, m.Ctx, fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := e.Exec(tokens, mask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tensors.MustCopyFlatData[float32](out[0])
+}
+
+// TestGoldenLogits compares logits and token log-probs with the PyTorch reference (testdata/gen_golden.py) on a
+// batch with a full row, a left-padded row and a right-padded row, for an untied sharded float32 checkpoint and
+// a tied bfloat16 one.
+func TestGoldenLogits(t *testing.T) {
+	g := readGolden(t)
+	backend := testBackend(t)
+	tokens := tensors.FromValue(g.Tokens)
+	mask := tensors.FromValue(g.AttentionMask)
+	for _, name := range []string{"untied", "tied"} {
+		t.Run(name, func(t *testing.T) {
+			m, err := Load(backend, "testdata/"+name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := g.Models[name]
+			logits := run(t, m, m.Logits, tokens, mask)
+			if len(logits) != len(want.Logits) {
+				t.Fatalf("logits size %d, want %d", len(logits), len(want.Logits))
+			}
+			B, T, V := want.LogitsShape[0], want.LogitsShape[1], want.LogitsShape[2]
+			maxDiff, compared := 0.0, 0
+			for b := range B {
+				for tt := range T {
+					if g.AttentionMask[b][tt] == 0 {
+						continue
+					}
+					for v := range V {
+						i := (b*T+tt)*V + v
+						maxDiff = math.Max(maxDiff, math.Abs(float64(logits[i])-want.Logits[i]))
+						compared++
+					}
+				}
+			}
+			t.Logf("%s: max |logit diff| = %.3g over %d logits", name, maxDiff, compared)
+			if maxDiff > 1e-4 {
+				t.Errorf("logits differ from the reference by %g > 1e-4", maxDiff)
+			}
+			lp := run(t, m, m.TokenLogProbs, tokens, mask)
+			maxDiff = 0
+			for b := range B {
+				for tt := range T {
+					maxDiff = math.Max(maxDiff, math.Abs(float64(lp[b*T+tt])-want.TokenLogProbs[b][tt]))
+				}
+			}
+			t.Logf("%s: max |token log-prob diff| = %.3g", name, maxDiff)
+			if maxDiff > 1e-4 {
+				t.Errorf("token log-probs differ from the reference by %g > 1e-4", maxDiff)
+			}
+		})
+	}
+}

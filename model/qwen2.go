@@ -1,0 +1,279 @@
+package model
+
+// The Qwen2 architecture (Hugging Face Qwen2ForCausalLM) as GoMLX graph functions.
+//
+// Formulas follow transformers' modeling_qwen2.py:
+//
+//	h = embed_tokens[tokens]
+//	per layer:  h = h + o_proj(attn(rope(q_proj(n)), rope(k_proj(n)), v_proj(n)))  with n = input_layernorm(h)
+//	            h = h + down_proj(silu(gate_proj(n)) * up_proj(n))                  with n = post_attention_layernorm(h)
+//	logits = lm_head(norm(h))   (lm_head.weight = embed_tokens.weight when tie_word_embeddings)
+//
+//	RMSNorm(x) = weight * x / sqrt(mean(x^2) + rms_norm_eps)
+//	RoPE: inv_freq[i] = 1 / rope_theta^(2i/head_dim), angle = position * inv_freq, emb = concat(angle, angle),
+//	      x' = x*cos(emb) + rotate_half(x)*sin(emb), rotate_half(x) = concat(-x[half:], x[:half])
+//	attention: softmax(q k^T / sqrt(head_dim) masked) v, with num_key_value_heads shared by groups of query heads
+//	           (query head h uses key/value head h / (num_attention_heads/num_key_value_heads)); q, k, v have biases,
+//	           o_proj has none.
+//
+// Positions are derived from the attention mask as transformers' generate() does: position = (number of real
+// tokens before this one), so left-padded and right-padded rows give the same values for their real tokens.
+// All arithmetic is float32.
+
+import (
+	"math"
+	"strconv"
+
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // graph code reads like the formulas.
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+)
+
+// maskedScore replaces attention scores of masked keys: finite, so a query with no visible key (a padding row)
+// gets a uniform distribution instead of NaN, and gradients stay finite.
+const maskedScore = -1e30
+
+// variableNode returns the value of the existing variable name in ctx's scope, panicking with a readable message if missing.
+func variableNode(ctx *context.Context, g *Graph, name string) *Node {
+	v := ctx.GetVariableByScopeAndName(ctx.Scope(), name)
+	if v == nil {
+		panic("model: variable " + ctx.Scope() + "/" + name + " does not exist (create the model with New or Load)")
+	}
+	return v.ValueGraph(g)
+}
+
+// linear applies an HF nn.Linear stored as weight [out, in] (and bias [out] when withBias): x @ weight^T + bias.
+func linear(ctx *context.Context, x *Node, withBias bool) *Node {
+	g := x.Graph()
+	w := variableNode(ctx, g, "weight")
+	y := DotGeneral(x, []int{x.Rank() - 1}, nil, w, []int{1}, nil)
+	if withBias {
+		y = Add(y, ExpandLeftToRank(variableNode(ctx, g, "bias"), y.Rank()))
+	}
+	return y
+}
+
+// rmsNorm is Qwen2RMSNorm.
+func rmsNorm(ctx *context.Context, x *Node, eps float64) *Node {
+	variance := ReduceAndKeep(Square(x), ReduceMean, -1)
+	x = Mul(x, Rsqrt(AddScalar(variance, eps)))
+	return Mul(x, ExpandLeftToRank(variableNode(ctx, x.Graph(), "weight"), x.Rank()))
+}
+
+// rotary returns cos and sin of shape [B, T, 1, headDim] for int32 positions [B, T].
+func (m *Model) rotary(positions *Node) (cos, sin *Node) {
+	g := positions.Graph()
+	hd := m.Config.HeadDim()
+	invFreq := make([]float32, hd/2)
+	for i := range invFreq {
+		// As transformers: base ** (arange(0, dim, 2).float() / dim), in float32.
+		invFreq[i] = 1 / float32(math.Pow(m.Config.RopeTheta, float64(float32(2*i)/float32(hd))))
+	}
+	angle := Mul(ExpandAxes(ConvertDType(positions, dtypes.Float32), -1), Reshape(Const(g, invFreq), 1, 1, hd/2)) // [B, T, hd/2]
+	emb := Concatenate([]*Node{angle, angle}, -1)                                          // [B, T, hd]
+	emb = ExpandAxes(emb, 2)                                                                // [B, T, 1, hd]
+	return Cos(emb), Sin(emb)
+}
+
+// applyRotary rotates x [B, T, heads, headDim].
+func applyRotary(x, cos, sin *Node) *Node {
+	half := x.Shape().Dim(-1) / 2
+	x1 := SliceAxis(x, -1, AxisRange(0, half))
+	x2 := SliceAxis(x, -1, AxisRange(half))
+	rotated := Concatenate([]*Node{Neg(x2), x1}, -1)
+	return Add(Mul(x, cos), Mul(rotated, sin))
+}
+
+// kvCache is the key/value cache of one layer inside a decode graph: slot-major tensors [S, B, kvHeads, headDim].
+// New keys are written at slots [cursor, cursor+K).
+type kvCache struct {
+	k, v   *Node
+	cursor *Node // int32 scalar
+}
+
+// write returns cache with new [B, kvHeads, K, headDim] stored at slots [cursor, cursor+K).
+func (c *kvCache) write(cache, update *Node) *Node {
+	g := cache.Graph()
+	numSlots := cache.Shape().Dim(0)
+	k := update.Shape().Dim(2)
+	upd := TransposeAllAxes(update, 2, 0, 1, 3) // [K, B, kvH, hd]
+	slot := Iota(g, shapeInt32(numSlots), 0)
+	rel := Sub(slot, c.cursor)                             // slot - cursor
+	isNew := And(GreaterOrEqual(rel, ScalarZero(g, dtypes.Int32)), LessThan(rel, Const(g, int32(k))))
+	idx := ExpandAxes(ClipScalar(rel, 0, float64(k-1)), -1) // [S, 1]
+	gathered := Gather(upd, idx)                           // [S, B, kvH, hd]
+	isNew = BroadcastToDims(Reshape(isNew, numSlots, 1, 1, 1), cache.Shape().Dimensions...)
+	return Where(isNew, gathered, cache)
+}
+
+// attention is Qwen2Attention. x: [B, T, D]; allowed: bool [B, T, S] telling which keys each query sees.
+// Without a cache the keys are this call's T tokens (S = T); with one they are the S cache slots (after writing
+// this call's keys into them), and the updated cache is returned.
+func (m *Model) attention(ctx *context.Context, x, cos, sin, allowed *Node, cache *kvCache) (*Node, *kvCache) {
+	cfg := &m.Config
+	b, t := x.Shape().Dim(0), x.Shape().Dim(1)
+	hd, nh, nkv := cfg.HeadDim(), cfg.NumAttentionHeads, cfg.NumKeyValueHeads
+	groups := nh / nkv
+
+	q := Reshape(linear(ctx.In("q_proj"), x, true), b, t, nh, hd)
+	k := Reshape(linear(ctx.In("k_proj"), x, true), b, t, nkv, hd)
+	v := Reshape(linear(ctx.In("v_proj"), x, true), b, t, nkv, hd)
+	q = applyRotary(q, cos, sin)
+	k = applyRotary(k, cos, sin)
+
+	q = TransposeAllAxes(Reshape(q, b, t, nkv, groups, hd), 0, 2, 3, 1, 4) // [B, kvH, G, T, hd]
+	k = TransposeAllAxes(k, 0, 2, 1, 3)                                    // [B, kvH, T, hd]
+	v = TransposeAllAxes(v, 0, 2, 1, 3)
+	var keys, values *Node
+	kAxis := 2 // axis of the key index in keys/values
+	bAxes := []int{0, 1}
+	if cache != nil {
+		cache = &kvCache{k: cache.write(cache.k, k), v: cache.write(cache.v, v), cursor: cache.cursor}
+		keys, values, kAxis, bAxes = cache.k, cache.v, 0, []int{1, 2} // [S, B, kvH, hd]
+	} else {
+		keys, values = k, v
+	}
+	hdAxis := 3
+	scores := DotGeneral(q, []int{4}, []int{0, 1}, keys, []int{hdAxis}, bAxes) // [B, kvH, G, T, S]
+	scores = MulScalar(scores, 1/math.Sqrt(float64(hd)))
+	s := scores.Shape().Dim(-1)
+	mask := BroadcastToDims(Reshape(allowed, b, 1, 1, t, s), scores.Shape().Dimensions...)
+	scores = Where(mask, scores, Scalar(x.Graph(), dtypes.Float32, maskedScore))
+	probs := Softmax(scores, -1)
+	out := DotGeneral(probs, []int{4}, []int{0, 1}, values, []int{kAxis}, bAxes) // [B, kvH, G, T, hd]
+	out = Reshape(TransposeAllAxes(out, 0, 3, 1, 2, 4), b, t, nh*hd)
+	return linear(ctx.In("o_proj"), out, false), cache
+}
+
+// mlp is Qwen2MLP (SwiGLU).
+func mlp(ctx *context.Context, x *Node) *Node {
+	gate := linear(ctx.In("gate_proj"), x, false)
+	up := linear(ctx.In("up_proj"), x, false)
+	return linear(ctx.In("down_proj"), Mul(Mul(gate, Sigmoid(gate)), up), false)
+}
+
+// decoder runs the embedding and all decoder layers, returning hidden states [B, T, D] before the final norm.
+// caches, when not nil, has one entry per layer and is updated in place (the slice's elements are replaced).
+func (m *Model) decoder(ctx *context.Context, tokens, positions, allowed *Node, caches []*kvCache) *Node {
+	g := tokens.Graph()
+	cfg := &m.Config
+	mctx := ctx.In("model")
+	embed := variableNode(mctx.In("embed_tokens"), g, "weight")
+	h := Gather(embed, ExpandAxes(ConvertDType(tokens, dtypes.Int32), -1)) // [B, T, D]
+	cos, sin := m.rotary(positions)
+	for i := range cfg.NumHiddenLayers {
+		lctx := mctx.In("layers").In(strconv.Itoa(i))
+		var cache *kvCache
+		if caches != nil {
+			cache = caches[i]
+		}
+		attn, newCache := m.attention(lctx.In("self_attn"), rmsNorm(lctx.In("input_layernorm"), h, cfg.RMSNormEps),
+			cos, sin, allowed, cache)
+		if caches != nil {
+			caches[i] = newCache
+		}
+		h = Add(h, attn)
+		h = Add(h, mlp(lctx.In("mlp"), rmsNorm(lctx.In("post_attention_layernorm"), h, cfg.RMSNormEps)))
+	}
+	return h
+}
+
+// lmHead applies the final norm and the (tied or untied) output projection: [..., D] -> [..., V].
+func (m *Model) lmHead(ctx *context.Context, h *Node) *Node {
+	h = rmsNorm(ctx.In("model").In("norm"), h, m.Config.RMSNormEps)
+	wctx := ctx.In("lm_head")
+	if m.Config.TieWordEmbeddings {
+		wctx = ctx.In("model").In("embed_tokens")
+	}
+	return linear(wctx, h, false)
+}
+
+// maskAndPositions turns an attention mask [B, T] (1 = real token, 0 = padding; any numeric or bool dtype)
+// into a bool mask and int32 positions (count of real tokens before each one; 0 for padding).
+func maskAndPositions(attentionMask *Node) (valid, positions *Node) {
+	g := attentionMask.Graph()
+	if attentionMask.DType() == dtypes.Bool {
+		valid = attentionMask
+	} else {
+		valid = NotEqual(attentionMask, ScalarZero(g, attentionMask.DType()))
+	}
+	ones := ConvertDType(valid, dtypes.Int32)
+	positions = Max(Sub(CumSum(ones, 1), ScalarOne(g, dtypes.Int32)), ScalarZero(g, dtypes.Int32))
+	return valid, positions
+}
+
+// causalAllowed is the bool [B, T, T] matrix "query t may attend key s": s <= t and key s is a real token.
+func causalAllowed(valid *Node) *Node {
+	g := valid.Graph()
+	t := valid.Shape().Dim(1)
+	qi := Iota(g, shapeInt32(t, t), 0)
+	ki := Iota(g, shapeInt32(t, t), 1)
+	causal := ExpandAxes(LessOrEqual(ki, qi), 0) // [1, T, T]
+	b := valid.Shape().Dim(0)
+	return And(BroadcastToDims(causal, b, t, t), BroadcastToDims(ExpandAxes(valid, 1), b, t, t))
+}
+
+// Logits is the full forward pass: logits [B, T, vocab_size] (float32) for tokens [B, T] (int32) and
+// attentionMask [B, T] (1 or true = real token, 0 = padding; left or right padding, contiguous real tokens).
+// Logits at padding positions are meaningless. ctx must be (a reference to) the model's context at its root
+// scope, m.Ctx, or a context holding the same variables.
+func (m *Model) Logits(ctx *context.Context, tokens, attentionMask *Node) *Node {
+	valid, positions := maskAndPositions(attentionMask)
+	h := m.decoder(ctx, tokens, positions, causalAllowed(valid), nil)
+	return m.lmHead(ctx, h)
+}
+
+// TokenLogProbs returns log-probabilities [B, T] (float32, differentiable w.r.t. the model's variables) with
+// out[b, t] = log p(tokens[b, t] | tokens[b, <t]) under the model at temperature 1, aligned with tokens so that a
+// loss mask over tokens applies directly. out[b, t] is 0 where it is not defined: t = 0, padding, and the first
+// real token of a left-padded row (attentionMask[b, t] = 0 or attentionMask[b, t-1] = 0).
+func (m *Model) TokenLogProbs(ctx *context.Context, tokens, attentionMask *Node) *Node {
+	return m.TokenLogProbsAt(ctx, tokens, attentionMask, 1)
+}
+
+// TokenLogProbsAt is TokenLogProbs with logits divided by temperature first, as TRL computes the policy's and the
+// old policy's per-token log-probs (log_softmax(logits / temperature)), so that ratios match Session.Generate's
+// Completion.LogProbs at that temperature.
+func (m *Model) TokenLogProbsAt(ctx *context.Context, tokens, attentionMask *Node, temperature float64) *Node {
+	g := tokens.Graph()
+	b, t := tokens.Shape().Dim(0), tokens.Shape().Dim(1)
+	logits := m.Logits(ctx, tokens, attentionMask)
+	if temperature != 1 {
+		logits = MulScalar(logits, 1/temperature)
+	}
+	logp := LogSoftmax(SliceAxis(logits, 1, AxisRange(0, t-1)), -1) // predicts tokens[:, 1:]
+	target := SliceAxis(ConvertDType(tokens, dtypes.Int32), 1, AxisRange(1))
+	picked := ReduceSum(Mul(logp, OneHot(target, m.Config.VocabSize, dtypes.Float32)), -1) // [B, T-1]
+	valid, _ := maskAndPositions(attentionMask)
+	ok := And(SliceAxis(valid, 1, AxisRange(1)), SliceAxis(valid, 1, AxisRange(0, t-1)))
+	picked = Where(ok, picked, ScalarZero(g, dtypes.Float32))
+	return Concatenate([]*Node{Zeros(g, shapeF32(b, 1)), picked}, 1)
+}
+
+// decodeStep is the KV-cache graph: it feeds K new tokens per sequence (left-aligned padding inside the chunk),
+// writes their keys/values at cache slots [cursor, cursor+K) and returns the logits [B, V] of the chunk's last
+// position plus the updated caches. slotValid [B, S] (int32, 1 = the slot holds a real token of that sequence,
+// including this chunk's) decides what each sequence attends to; a query at slot cursor+i sees valid slots
+// <= cursor+i. Since keys are stored already rotated at their own positions, slot order does not matter.
+func (m *Model) decodeStep(ctx *context.Context, inputs []*Node) []*Node {
+	tokens, positions, slotValid, cursor := inputs[0], inputs[1], inputs[2], inputs[3]
+	g := tokens.Graph()
+	L := m.Config.NumHiddenLayers
+	b, k := tokens.Shape().Dim(0), tokens.Shape().Dim(1)
+	s := slotValid.Shape().Dim(1)
+	caches := make([]*kvCache, L)
+	for i := range L {
+		caches[i] = &kvCache{k: inputs[4+2*i], v: inputs[5+2*i], cursor: cursor}
+	}
+	qSlot := Add(Iota(g, shapeInt32(k, s), 0), cursor)
+	kSlot := Iota(g, shapeInt32(k, s), 1)
+	causal := BroadcastToDims(ExpandAxes(LessOrEqual(kSlot, qSlot), 0), b, k, s)
+	valid := BroadcastToDims(ExpandAxes(NotEqual(slotValid, ScalarZero(g, dtypes.Int32)), 1), b, k, s)
+	h := m.decoder(ctx, tokens, positions, And(causal, valid), caches)
+	last := Squeeze(SliceAxis(h, 1, AxisRange(k-1)), 1) // [B, D]
+	outs := []*Node{m.lmHead(ctx, last)}
+	for _, c := range caches {
+		outs = append(outs, c.k, c.v)
+	}
+	return outs
+}

@@ -1,0 +1,476 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
+
+	"github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
+)
+
+// SampleOptions controls Session.Generate.
+type SampleOptions struct {
+	// Temperature divides the logits; 0 means greedy (argmax).
+	Temperature float64
+	// TopP keeps the smallest set of most likely tokens whose probability reaches TopP; 0 or 1 = off.
+	TopP float64
+	// TopK keeps the K most likely tokens; 0 = off.
+	TopK int
+	// MaxNewTokens bounds the tokens sampled per sequence in this call (required, > 0).
+	MaxNewTokens int
+	// Stop ends a sequence when it samples one of these ids (the id is kept as its last token): pass the EOS ids
+	// (Config.EOSIDs) and e.g. the id of </tool_call>.
+	Stop []int
+}
+
+// StopReason says why a sequence stopped.
+type StopReason string
+
+const (
+	// StopToken means the sequence sampled a stop id (its last token).
+	StopToken StopReason = "stop"
+	// StopLength means MaxNewTokens were sampled.
+	StopLength StopReason = "length"
+	// StopCapacity means the session's cache is full.
+	StopCapacity StopReason = "capacity"
+)
+
+// Completion is what one sequence sampled in one Generate call.
+type Completion struct {
+	// Tokens are the sampled ids, the stop id included.
+	Tokens []int
+	// LogProbs[i] = log softmax(logits / Temperature)[Tokens[i]] over the full vocabulary, before top-k/top-p
+	// filtering: TRL's old_per_token_logps convention, equal to TokenLogProbsAt(..., Temperature) under the same
+	// weights. With Temperature 0 (greedy) it is taken at temperature 1.
+	LogProbs []float32
+	// RawLogProbs[i] = log softmax(logits)[Tokens[i]] (temperature 1).
+	RawLogProbs []float32
+	// Stop is why the sequence stopped; "" if it did not take part in the call.
+	Stop StopReason
+}
+
+// ErrCapacity is returned by Append when the tokens do not fit in the session's cache.
+var ErrCapacity = errors.New("session cache capacity exceeded")
+
+// Session samples a batch of B sequences with a key/value cache. Each sequence grows by Append (prompts, tool
+// output: fed through the model once, never re-encoded) and by Generate (sampled tokens). Sequences may have
+// different lengths and stop independently. A Session is not safe for concurrent use; sessions of one model may
+// run concurrently.
+//
+// The cache has a fixed number of slots (capacity, rounded up to a multiple of 64). Every Append of a chunk of
+// K tokens (K = Bucket of the longest addition, or 1 per decoding step) uses K slots for all sequences, so
+// capacity bounds the total of chunk lengths and decoding steps, not each sequence's length.
+type Session struct {
+	m         *Model
+	batch     int
+	slots     int
+	cursor    int
+	caches    []*tensors.Tensor
+	slotValid []int32 // [B, slots]
+	nextPos   []int
+	seqs      [][]int     // every token of each sequence
+	pending   [][]int     // sampled tokens not yet in the cache
+	logits    [][]float32 // logits for the next token, when ready
+	rngs      []*rand.Rand // one stream per sequence, so one sequence's stop does not shift another's samples
+}
+
+// NewSession starts a sampling session of batch sequences with room for capacity cache slots, sampling
+// deterministically from seed (each sequence i draws from its own stream of (seed, i)).
+func (m *Model) NewSession(batch, capacity int, seed uint64) (*Session, error) {
+	if batch <= 0 || capacity <= 0 {
+		return nil, fmt.Errorf("new session: batch %d and capacity %d must be > 0", batch, capacity)
+	}
+	slots := (capacity + 63) / 64 * 64
+	s := &Session{
+		m: m, batch: batch, slots: slots,
+		slotValid: make([]int32, batch*slots),
+		nextPos:   make([]int, batch),
+		seqs:      make([][]int, batch),
+		pending:   make([][]int, batch),
+		logits:    make([][]float32, batch),
+	}
+	for b := range batch {
+		s.rngs = append(s.rngs, rand.New(rand.NewPCG(seed, 0x73616d706c65+uint64(b)))) // "sample"+b
+	}
+	cfg := &m.Config
+	for range 2 * cfg.NumHiddenLayers {
+		s.caches = append(s.caches, tensors.FromShape(shapeF32(slots, batch, cfg.NumKeyValueHeads, cfg.HeadDim())))
+	}
+	return s, nil
+}
+
+// Tokens returns all tokens of sequence i so far (appended and sampled).
+func (s *Session) Tokens(i int) []int { return slices.Clone(s.seqs[i]) }
+
+// Free is the number of cache slots left.
+func (s *Session) Free() int { return s.slots - s.cursor }
+
+// Close releases the session's cache.
+func (s *Session) Close() {
+	for _, c := range s.caches {
+		c.FinalizeAll()
+	}
+	s.caches = nil
+}
+
+func (m *Model) getStepExec() (*mlctx.Exec, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stepExec == nil {
+		e, err := mlctx.NewExec(m.Backend, m.Ctx, m.decodeStep)
+		if err != nil {
+			return nil, fmt.Errorf("decode graph: %w", err)
+		}
+		m.stepExec = e.SetMaxCache(64)
+	}
+	return m.stepExec, nil
+}
+
+// step feeds chunk[b] (at most k tokens, right-aligned; empty = nothing) and returns the logits [B][V] of the
+// last position for the sequences that were fed.
+func (s *Session) step(chunk [][]int, k int) error {
+	if s.cursor+k > s.slots {
+		return ErrCapacity
+	}
+	exec, err := s.m.getStepExec()
+	if err != nil {
+		return err
+	}
+	tok := make([]int32, s.batch*k)
+	pos := make([]int32, s.batch*k)
+	for b, c := range chunk {
+		off := k - len(c)
+		for i, id := range c {
+			tok[b*k+off+i] = int32(id)
+			pos[b*k+off+i] = int32(s.nextPos[b] + i)
+			s.slotValid[b*s.slots+s.cursor+off+i] = 1
+		}
+	}
+	args := []any{
+		tensors.FromFlatDataAndDimensions(tok, s.batch, k),
+		tensors.FromFlatDataAndDimensions(pos, s.batch, k),
+		tensors.FromFlatDataAndDimensions(slices.Clone(s.slotValid), s.batch, s.slots),
+		int32(s.cursor),
+	}
+	for _, c := range s.caches {
+		d, err := graph.DonateTensorBuffer(c, s.m.Backend, 0)
+		if err != nil {
+			return fmt.Errorf("decode step: %w", err)
+		}
+		args = append(args, d)
+	}
+	outs, err := exec.Exec(args...)
+	if err != nil {
+		return fmt.Errorf("decode step: %w", err)
+	}
+	copy(s.caches, outs[1:])
+	s.cursor += k
+	logits, err := tensors.CopyFlatData[float32](outs[0])
+	outs[0].FinalizeAll()
+	if err != nil {
+		return fmt.Errorf("decode step logits: %w", err)
+	}
+	v := s.m.Config.VocabSize
+	for b, c := range chunk {
+		if len(c) == 0 {
+			continue
+		}
+		s.logits[b] = logits[b*v : (b+1)*v]
+		s.nextPos[b] += len(c)
+	}
+	return nil
+}
+
+// maxChunk bounds the tokens fed per sequence in one graph call.
+const maxChunk = 512
+
+// Append feeds tokens[i] to sequence i (len(tokens) must be the batch size; an empty entry leaves that sequence
+// alone): a prompt, or tool output after a stop. Tokens sampled by the previous Generate are fed first, as they
+// were sampled. Afterwards, Generate continues exactly the sequences that received tokens.
+func (s *Session) Append(ctx context.Context, tokens [][]int) error {
+	if len(tokens) != s.batch {
+		return fmt.Errorf("append: %d sequences given, session has %d", len(tokens), s.batch)
+	}
+	feed := make([][]int, s.batch)
+	for b, t := range tokens {
+		if len(t) == 0 {
+			continue
+		}
+		for _, id := range t {
+			if id < 0 || id >= s.m.Config.VocabSize {
+				return fmt.Errorf("append: sequence %d: token id %d outside vocabulary of %d", b, id, s.m.Config.VocabSize)
+			}
+		}
+		feed[b] = append(slices.Clone(s.pending[b]), t...)
+	}
+	added := tokens
+	// Check the whole addition fits before changing any state.
+	need, rest := 0, feed
+	for {
+		longest := 0
+		for _, f := range rest {
+			longest = max(longest, min(len(f), maxChunk))
+		}
+		if longest == 0 {
+			break
+		}
+		need += min(Bucket(longest), maxChunk)
+		next := make([][]int, len(rest))
+		for b, f := range rest {
+			next[b] = f[min(len(f), maxChunk):]
+		}
+		rest = next
+	}
+	if s.cursor+need > s.slots {
+		return fmt.Errorf("append %d slots with %d free: %w", need, s.slots-s.cursor, ErrCapacity)
+	}
+	for b := range feed {
+		if len(feed[b]) > 0 {
+			s.pending[b] = nil
+			s.logits[b] = nil
+			s.seqs[b] = append(s.seqs[b], added[b]...)
+		}
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		chunk := make([][]int, s.batch)
+		longest := 0
+		for b, f := range feed {
+			n := min(len(f), maxChunk)
+			chunk[b], feed[b] = f[:n], f[n:]
+			longest = max(longest, n)
+		}
+		if longest == 0 {
+			return nil
+		}
+		if err := s.step(chunk, min(Bucket(longest), maxChunk)); err != nil {
+			return err
+		}
+	}
+}
+
+// Generate samples until every sequence that received tokens (Append) since its last stop stops: on a Stop id,
+// after MaxNewTokens, or when the cache is full. It returns one Completion per sequence (Stop "" for those that
+// did not take part). Sampling is deterministic for the session's seed and call sequence.
+func (s *Session) Generate(ctx context.Context, opts SampleOptions) ([]Completion, error) {
+	if opts.MaxNewTokens <= 0 {
+		return nil, fmt.Errorf("generate: MaxNewTokens must be > 0")
+	}
+	if opts.Temperature < 0 || opts.TopP < 0 || opts.TopP > 1 || opts.TopK < 0 {
+		return nil, fmt.Errorf("generate: invalid options temperature=%g top_p=%g top_k=%d", opts.Temperature, opts.TopP, opts.TopK)
+	}
+	out := make([]Completion, s.batch)
+	active := make([]bool, s.batch)
+	for b := range s.batch {
+		active[b] = s.logits[b] != nil
+	}
+	for {
+		chunk := make([][]int, s.batch)
+		any := false
+		for b := range s.batch {
+			if !active[b] {
+				continue
+			}
+			tok, lp, raw := sampleToken(s.logits[b], &opts, s.rngs[b])
+			c := &out[b]
+			c.Tokens = append(c.Tokens, tok)
+			c.LogProbs = append(c.LogProbs, lp)
+			c.RawLogProbs = append(c.RawLogProbs, raw)
+			s.logits[b] = nil
+			s.seqs[b] = append(s.seqs[b], tok)
+			switch {
+			case slices.Contains(opts.Stop, tok):
+				c.Stop = StopToken
+			case len(c.Tokens) >= opts.MaxNewTokens:
+				c.Stop = StopLength
+			case s.cursor >= s.slots:
+				c.Stop = StopCapacity
+			}
+			if c.Stop != "" {
+				active[b] = false
+				s.pending[b] = []int{tok}
+				continue
+			}
+			chunk[b] = []int{tok}
+			any = true
+		}
+		if !any {
+			return out, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		if err := s.step(chunk, 1); err != nil {
+			return out, err
+		}
+	}
+}
+
+// sampleToken draws a token from logits and returns it with its log-prob at the temperature (TRL's convention,
+// untruncated) and at temperature 1.
+func sampleToken(logits []float32, opts *SampleOptions, rng *rand.Rand) (tok int, logp, raw float32) {
+	lse := func(scale float64) float64 {
+		m := math.Inf(-1)
+		for _, l := range logits {
+			m = max(m, float64(l)*scale)
+		}
+		sum := 0.0
+		for _, l := range logits {
+			sum += math.Exp(float64(l)*scale - m)
+		}
+		return m + math.Log(sum)
+	}
+	lse1 := lse(1)
+	if opts.Temperature == 0 {
+		best := 0
+		for i, l := range logits {
+			if l > logits[best] {
+				best = i
+			}
+		}
+		r := float32(float64(logits[best]) - lse1)
+		return best, r, r
+	}
+	scale := 1 / opts.Temperature
+	lseT := lse(scale)
+	// Candidates, most likely first when filtering.
+	var cand []int
+	if opts.TopK > 0 || (opts.TopP > 0 && opts.TopP < 1) {
+		cand = make([]int, len(logits))
+		for i := range cand {
+			cand[i] = i
+		}
+		sort.SliceStable(cand, func(i, j int) bool { return logits[cand[i]] > logits[cand[j]] })
+		if opts.TopK > 0 && opts.TopK < len(cand) {
+			cand = cand[:opts.TopK]
+		}
+		if opts.TopP > 0 && opts.TopP < 1 {
+			// Probabilities renormalized over the top-k survivors, as HF applies top-k then top-p.
+			z := 0.0
+			for _, i := range cand {
+				z += math.Exp(float64(logits[i])*scale - lseT)
+			}
+			cum := 0.0
+			for n, i := range cand {
+				cum += math.Exp(float64(logits[i])*scale-lseT) / z
+				if cum >= opts.TopP {
+					cand = cand[:n+1]
+					break
+				}
+			}
+		}
+	}
+	weight := func(i int) float64 { return math.Exp(float64(logits[i])*scale - lseT) }
+	total := 0.0
+	if cand == nil {
+		for i := range logits {
+			total += weight(i)
+		}
+	} else {
+		for _, i := range cand {
+			total += weight(i)
+		}
+	}
+	u := rng.Float64() * total
+	tok = -1
+	if cand == nil {
+		for i := range logits {
+			u -= weight(i)
+			if u < 0 {
+				tok = i
+				break
+			}
+		}
+		if tok < 0 {
+			tok = len(logits) - 1
+		}
+	} else {
+		for _, i := range cand {
+			u -= weight(i)
+			if u < 0 {
+				tok = i
+				break
+			}
+		}
+		if tok < 0 {
+			tok = cand[len(cand)-1]
+		}
+	}
+	return tok, float32(float64(logits[tok])*scale - lseT), float32(float64(logits[tok]) - lse1)
+}
+
+func (m *Model) getLogitsExec() (*mlctx.Exec, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.logitsExec == nil {
+		e, err := mlctx.NewExec(m.Backend, m.Ctx, func(ctx *mlctx.Context, tokens, mask *graph.Node) *graph.Node {
+			t := tokens.Shape().Dim(1)
+			return graph.Squeeze(graph.SliceAxis(m.Logits(ctx, tokens, mask), 1, graph.AxisRange(t-1)), 1)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("logits graph: %w", err)
+		}
+		m.logitsExec = e.SetMaxCache(64)
+	}
+	return m.logitsExec, nil
+}
+
+// GreedyNoCache decodes greedily without a cache, running the full forward pass over every sequence (left-padded
+// to a bucketed length) for each new token. It is the reference that cached decoding must match, and the
+// baseline of the sampling benchmark. It returns the new tokens of each prompt (stop id included).
+func (m *Model) GreedyNoCache(ctx context.Context, prompts [][]int, maxNew int, stop []int) ([][]int, error) {
+	exec, err := m.getLogitsExec()
+	if err != nil {
+		return nil, err
+	}
+	seqs := make([][]int, len(prompts))
+	for i, p := range prompts {
+		seqs[i] = slices.Clone(p)
+	}
+	out := make([][]int, len(prompts))
+	done := make([]bool, len(prompts))
+	v := m.Config.VocabSize
+	for range maxNew {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		tok, mask, err := PadBatch(seqs, 0, 0, true)
+		if err != nil {
+			return nil, err
+		}
+		res, err := exec.Exec(tok, mask)
+		if err != nil {
+			return nil, fmt.Errorf("greedy without cache: %w", err)
+		}
+		logits, err := tensors.CopyFlatData[float32](res[0])
+		if err != nil {
+			return nil, err
+		}
+		allDone := true
+		for b := range seqs {
+			if done[b] {
+				continue
+			}
+			t, _, _ := sampleToken(logits[b*v:(b+1)*v], &SampleOptions{}, nil)
+			out[b] = append(out[b], t)
+			seqs[b] = append(seqs[b], t)
+			if slices.Contains(stop, t) {
+				done[b] = true
+			} else {
+				allDone = false
+			}
+		}
+		if allDone {
+			break
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,195 @@
+package model
+
+import (
+	"context"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/gomlx/gomlx/pkg/core/graph"
+	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
+)
+
+// tinyTestConfig is a small random model for fast tests.
+func tinyTestConfig() *Config {
+	c := TinyConfig(128, 1, 2)
+	c.HiddenSize, c.IntermediateSize, c.NumHiddenLayers, c.NumAttentionHeads, c.NumKeyValueHeads = 64, 96, 2, 4, 2
+	c.InitializerRange = 0.2 // peaked distributions so greedy paths are not ties
+	return c
+}
+
+func newTestModel(t testing.TB, seed uint64) *Model {
+	t.Helper()
+	m, err := New(testBackend(t), tinyTestConfig(), seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+var testPrompts = [][]int{{5, 9, 13}, {7, 7, 8, 20, 33, 41, 50, 3, 4}, {100}, {12, 11, 10, 9, 8, 7}}
+
+// TestGreedyCacheMatchesNoCache: greedy decoding with the KV cache gives the same tokens as recomputing the whole
+// sequence each step, also after tool-output tokens are appended to some sequences mid-way.
+func TestGreedyCacheMatchesNoCache(t *testing.T) {
+	m := newTestModel(t, 7)
+	ctx := context.Background()
+	const n = 12
+	s, err := m.NewSession(len(testPrompts), 256, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Append(ctx, testPrompts); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Generate(ctx, SampleOptions{MaxNewTokens: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := m.GreedyNoCache(ctx, testPrompts, n, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for b := range testPrompts {
+		if !slices.Equal(got[b].Tokens, want[b]) {
+			t.Errorf("seq %d: cached %v, uncached %v", b, got[b].Tokens, want[b])
+		}
+		if got[b].Stop != StopLength {
+			t.Errorf("seq %d: stop %q, want length", b, got[b].Stop)
+		}
+	}
+	// Turn 2: tool output for sequences 0 and 2 only; the others stay stopped.
+	tool := [][]int{{60, 61, 62, 63, 64}, nil, {70, 71}, nil}
+	if err := s.Append(ctx, tool); err != nil {
+		t.Fatal(err)
+	}
+	got2, err := s.Generate(ctx, SampleOptions{MaxNewTokens: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []int{1, 3} {
+		if got2[b].Stop != "" || len(got2[b].Tokens) != 0 {
+			t.Errorf("seq %d took part in turn 2 without new tokens: %+v", b, got2[b])
+		}
+	}
+	for _, b := range []int{0, 2} {
+		full := slices.Concat(testPrompts[b], got[b].Tokens, tool[b])
+		if !slices.Equal(s.Tokens(b), slices.Concat(full, got2[b].Tokens)) {
+			t.Errorf("seq %d: session tokens %v, want %v + %v", b, s.Tokens(b), full, got2[b].Tokens)
+		}
+		w, err := m.GreedyNoCache(ctx, [][]int{full}, n, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got2[b].Tokens, w[0]) {
+			t.Errorf("seq %d turn 2: cached %v, uncached %v", b, got2[b].Tokens, w[0])
+		}
+	}
+}
+
+// TestSamplingLogProbsAndDeterminism: a seed fixes the samples; the returned log-probs equal the training graph's
+// TokenLogProbsAt on the same tokens; stop ids end sequences independently.
+func TestSamplingLogProbsAndDeterminism(t *testing.T) {
+	m := newTestModel(t, 3)
+	ctx := context.Background()
+	opts := SampleOptions{Temperature: 0.8, TopP: 0.95, TopK: 40, MaxNewTokens: 10}
+	sample := func(seed uint64, opts SampleOptions) []Completion {
+		s, err := m.NewSession(len(testPrompts), 128, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if err := s.Append(ctx, testPrompts); err != nil {
+			t.Fatal(err)
+		}
+		c, err := s.Generate(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	a, b, c := sample(42, opts), sample(42, opts), sample(43, opts)
+	differs := false
+	for i := range a {
+		if !slices.Equal(a[i].Tokens, b[i].Tokens) || !slices.Equal(a[i].LogProbs, b[i].LogProbs) {
+			t.Errorf("seq %d: same seed gave %v and %v", i, a[i].Tokens, b[i].Tokens)
+		}
+		differs = differs || !slices.Equal(a[i].Tokens, c[i].Tokens)
+	}
+	if !differs {
+		t.Errorf("seeds 42 and 43 sampled identical tokens")
+	}
+
+	// Log-probs agree with the training graph at the sampling temperature.
+	var seqs [][]int
+	for i := range a {
+		seqs = append(seqs, slices.Concat(testPrompts[i], a[i].Tokens))
+	}
+	tokens, mask, err := PadBatch(seqs, 0, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := mlctx.NewExec(m.Backend, m.Ctx, func(ctx *mlctx.Context, tok, mask *graph.Node) (*graph.Node, *graph.Node) {
+		return m.TokenLogProbsAt(ctx, tok, mask, opts.Temperature), m.TokenLogProbs(ctx, tok, mask)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, err := e.Exec(tokens, mask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lpT, lp1 := outs[0].Value().([][]float32), outs[1].Value().([][]float32)
+	maxDiff := 0.0
+	for i := range a {
+		T := len(lpT[i])
+		for j := range a[i].Tokens {
+			pos := T - len(a[i].Tokens) + j
+			maxDiff = max(maxDiff, math.Abs(float64(lpT[i][pos]-a[i].LogProbs[j])), math.Abs(float64(lp1[i][pos]-a[i].RawLogProbs[j])))
+		}
+	}
+	t.Logf("max |sampler log-prob - TokenLogProbs| = %.3g", maxDiff)
+	if maxDiff > 1e-4 {
+		t.Errorf("sampler log-probs differ from the training graph by %g", maxDiff)
+	}
+
+	// Stop ids: stop each sequence at its first occurrence of a token it sampled above.
+	stopOpts := opts
+	stopOpts.Stop = []int{a[0].Tokens[2], a[1].Tokens[0]}
+	d := sample(42, stopOpts)
+	for i := range d {
+		first := slices.IndexFunc(a[i].Tokens, func(x int) bool { return slices.Contains(stopOpts.Stop, x) })
+		if first < 0 {
+			if d[i].Stop != StopLength || !slices.Equal(d[i].Tokens, a[i].Tokens) {
+				t.Errorf("seq %d: without a stop id got %+v", i, d[i])
+			}
+			continue
+		}
+		if d[i].Stop != StopToken || !slices.Equal(d[i].Tokens, a[i].Tokens[:first+1]) {
+			t.Errorf("seq %d: stop at %d: got %v (%s), want %v", i, first, d[i].Tokens, d[i].Stop, a[i].Tokens[:first+1])
+		}
+	}
+}
+
+func TestSessionCapacity(t *testing.T) {
+	m := newTestModel(t, 3)
+	s, err := m.NewSession(2, 64, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Append(context.Background(), [][]int{make([]int, 40), {1}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Generate(context.Background(), SampleOptions{MaxNewTokens: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c[0].Stop != StopCapacity || c[1].Stop != StopCapacity {
+		t.Errorf("want capacity stops, got %s %s", c[0].Stop, c[1].Stop)
+	}
+	if err := s.Append(context.Background(), [][]int{{1, 2}, nil}); err == nil {
+		t.Errorf("append beyond capacity succeeded")
+	}
+}

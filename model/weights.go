@@ -1,0 +1,367 @@
+package model
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+)
+
+// Model is a Qwen2 causal LM: its configuration, the backend graphs run on, and its variables in Ctx under scopes
+// mirroring the Hugging Face tensor names. Graph functions (Logits, TokenLogProbs) read the variables from the
+// context they are given; the trainer passes m.Ctx (which also holds its optimizer state) and sampling sessions
+// always see the variables' current values.
+type Model struct {
+	Config  Config
+	Backend backends.Backend
+	Ctx     *context.Context
+	// GenerationConfig is generation_config.json as loaded (written back by Save); nil means a default one.
+	GenerationConfig json.RawMessage
+
+	mu         sync.Mutex
+	stepExec   *context.Exec
+	logitsExec *context.Exec
+}
+
+// paramKind says how HF initializes a tensor.
+type paramKind int
+
+const (
+	initNormal paramKind = iota
+	initZeros
+	initOnes
+)
+
+// param is one tensor of the checkpoint.
+type param struct {
+	name  string // HF name, e.g. model.layers.0.self_attn.q_proj.weight
+	shape []int
+	kind  paramKind
+}
+
+// params lists the model's tensors in HF order (lm_head only when untied).
+func (c *Config) params() []param {
+	d, kv, inter := c.HiddenSize, c.NumKeyValueHeads*c.HeadDim(), c.IntermediateSize
+	ps := []param{{"model.embed_tokens.weight", []int{c.VocabSize, d}, initNormal}}
+	for i := range c.NumHiddenLayers {
+		p := "model.layers." + strconv.Itoa(i) + "."
+		ps = append(ps,
+			param{p + "self_attn.q_proj.weight", []int{d, d}, initNormal},
+			param{p + "self_attn.q_proj.bias", []int{d}, initZeros},
+			param{p + "self_attn.k_proj.weight", []int{kv, d}, initNormal},
+			param{p + "self_attn.k_proj.bias", []int{kv}, initZeros},
+			param{p + "self_attn.v_proj.weight", []int{kv, d}, initNormal},
+			param{p + "self_attn.v_proj.bias", []int{kv}, initZeros},
+			param{p + "self_attn.o_proj.weight", []int{d, d}, initNormal},
+			param{p + "mlp.gate_proj.weight", []int{inter, d}, initNormal},
+			param{p + "mlp.up_proj.weight", []int{inter, d}, initNormal},
+			param{p + "mlp.down_proj.weight", []int{d, inter}, initNormal},
+			param{p + "input_layernorm.weight", []int{d}, initOnes},
+			param{p + "post_attention_layernorm.weight", []int{d}, initOnes},
+		)
+	}
+	ps = append(ps, param{"model.norm.weight", []int{d}, initOnes})
+	if !c.TieWordEmbeddings {
+		ps = append(ps, param{"lm_head.weight", []int{c.VocabSize, d}, initNormal})
+	}
+	return ps
+}
+
+// TensorNames lists the Hugging Face tensor names of the model (lm_head.weight only when untied).
+func (c *Config) TensorNames() []string {
+	var names []string
+	for _, p := range c.params() {
+		names = append(names, p.name)
+	}
+	return names
+}
+
+// scopeOf maps an HF tensor name to the context scope and variable name holding it.
+func scopeOf(hfName string) (scope, name string) {
+	i := strings.LastIndexByte(hfName, '.')
+	return "/" + strings.ReplaceAll(hfName[:i], ".", "/"), hfName[i+1:]
+}
+
+func newModel(backend backends.Backend, cfg *Config) (*Model, error) {
+	if backend == nil {
+		return nil, errors.New("model: nil backend (use NewBackend)")
+	}
+	c := *cfg
+	c.fillDefaults()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &Model{Config: c, Backend: backend, Ctx: context.New()}, nil
+}
+
+func (m *Model) setParam(p param, data []float32) {
+	scope, name := scopeOf(p.name)
+	m.Ctx.InAbsPath(scope).Checked(false).VariableWithValue(name, tensors.FromFlatDataAndDimensions(data, p.shape...))
+}
+
+// New creates a model with random weights initialized as Hugging Face does (normal with std initializer_range
+// for linear and embedding weights, zero biases, unit norm weights; the pad_token_id embedding row zeroed),
+// deterministic for a seed.
+func New(backend backends.Backend, cfg *Config, seed uint64) (*Model, error) {
+	m, err := newModel(backend, cfg)
+	if err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x6d6f64656c)) // "model"
+	std := m.Config.InitializerRange
+	for _, p := range m.Config.params() {
+		n := 1
+		for _, d := range p.shape {
+			n *= d
+		}
+		data := make([]float32, n)
+		switch p.kind {
+		case initNormal:
+			for i := range data {
+				data[i] = float32(rng.NormFloat64() * std)
+			}
+			if p.name == "model.embed_tokens.weight" && m.Config.PadTokenID != nil {
+				if pad := *m.Config.PadTokenID; pad >= 0 && pad < m.Config.VocabSize {
+					clear(data[pad*m.Config.HiddenSize : (pad+1)*m.Config.HiddenSize])
+				}
+			}
+		case initOnes:
+			for i := range data {
+				data[i] = 1
+			}
+		}
+		m.setParam(p, data)
+	}
+	return m, nil
+}
+
+// Load reads a Hugging Face Qwen2 model directory: config.json, model.safetensors or the shards named by
+// model.safetensors.index.json (F32, BF16 or F16 tensors, converted to float32), and generation_config.json if
+// present. It fails with a clear error on a non-Qwen2 architecture, a missing tensor or a wrong shape.
+func Load(backend backends.Backend, dir string) (*Model, error) {
+	cfg, err := LoadConfig(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return nil, err
+	}
+	m, err := newModel(backend, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if gc, err := os.ReadFile(filepath.Join(dir, "generation_config.json")); err == nil {
+		m.GenerationConfig = gc
+	}
+
+	// Which file holds which tensor.
+	fileOf := map[string]string{}
+	indexPath := filepath.Join(dir, "model.safetensors.index.json")
+	if data, err := os.ReadFile(indexPath); err == nil {
+		var idx struct {
+			WeightMap map[string]string `json:"weight_map"`
+		}
+		if err := json.Unmarshal(data, &idx); err != nil {
+			return nil, fmt.Errorf("parse %s: %w", indexPath, err)
+		}
+		for name, file := range idx.WeightMap {
+			fileOf[name] = filepath.Join(dir, filepath.Base(file))
+		}
+	} else if errors.Is(err, os.ErrNotExist) {
+		single := filepath.Join(dir, "model.safetensors")
+		for _, p := range m.Config.params() {
+			fileOf[p.name] = single
+		}
+	} else {
+		return nil, fmt.Errorf("read %s: %w", indexPath, err)
+	}
+
+	files := map[string]*stFile{}
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	for _, p := range m.Config.params() {
+		path, ok := fileOf[p.name]
+		if !ok {
+			return nil, fmt.Errorf("load %s: tensor %q missing from %s", dir, p.name, indexPath)
+		}
+		f := files[path]
+		if f == nil {
+			if f, err = openSafetensors(path); err != nil {
+				return nil, fmt.Errorf("load %s: %w", dir, err)
+			}
+			files[path] = f
+		}
+		data, err := f.readF32(p.name, p.shape)
+		if err != nil {
+			return nil, fmt.Errorf("load %s: %w", dir, err)
+		}
+		m.setParam(p, data)
+	}
+	return m, nil
+}
+
+// Tensor returns a copy of the float32 values of the HF-named tensor and its shape.
+func (m *Model) Tensor(hfName string) ([]float32, []int, error) {
+	scope, name := scopeOf(hfName)
+	v := m.Ctx.GetVariableByScopeAndName(scope, name)
+	if v == nil {
+		return nil, nil, fmt.Errorf("model has no tensor %q", hfName)
+	}
+	t, err := v.Value()
+	if err != nil {
+		return nil, nil, fmt.Errorf("tensor %q: %w", hfName, err)
+	}
+	data, err := tensors.CopyFlatData[float32](t)
+	if err != nil {
+		return nil, nil, fmt.Errorf("tensor %q: %w", hfName, err)
+	}
+	return data, t.Shape().Dimensions, nil
+}
+
+// SaveOptions configures Save.
+type SaveOptions struct {
+	// DType of the written tensors: "float32" (default) or "bfloat16".
+	DType string
+	// TokenizerDir, when set, is a directory whose tokenizer files (tokenizer.json, tokenizer_config.json,
+	// vocab.json, merges.txt, added_tokens.json, special_tokens_map.json, chat_template.jinja) are copied.
+	TokenizerDir string
+	// MaxShardBytes > 0 splits the weights into model-0000i-of-0000n.safetensors files of at most about this
+	// size plus model.safetensors.index.json, as transformers does; 0 writes one model.safetensors.
+	MaxShardBytes int64
+}
+
+// tokenizerFiles are copied by Save when SaveOptions.TokenizerDir is set.
+var tokenizerFiles = []string{"tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt",
+	"added_tokens.json", "special_tokens_map.json", "chat_template.jinja"}
+
+// Save writes a Hugging Face model directory that transformers, vLLM and llama.cpp's converter accept:
+// config.json, generation_config.json, model.safetensors (or shards and an index) and tokenizer files.
+// Saving the same weights twice gives byte-identical files.
+func (m *Model) Save(dir string, opts SaveOptions) error {
+	stDType, torchDType := "F32", "float32"
+	switch opts.DType {
+	case "", "float32":
+	case "bfloat16":
+		stDType, torchDType = "BF16", "bfloat16"
+	default:
+		return fmt.Errorf("save model: dtype %q not supported (float32 or bfloat16)", opts.DType)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("save model: %w", err)
+	}
+	cfg := m.Config
+	cfg.TorchDType = torchDType
+	cfgJSON, err := cfg.JSON()
+	if err != nil {
+		return fmt.Errorf("save model config: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfgJSON, 0o644); err != nil {
+		return fmt.Errorf("save model config: %w", err)
+	}
+	gen := m.GenerationConfig
+	if gen == nil {
+		g := map[string]any{"_from_model_config": true}
+		if cfg.BOSTokenID != nil {
+			g["bos_token_id"] = *cfg.BOSTokenID
+		}
+		if len(cfg.EOSTokenID) > 0 {
+			g["eos_token_id"] = cfg.EOSTokenID
+		}
+		if cfg.PadTokenID != nil {
+			g["pad_token_id"] = *cfg.PadTokenID
+		}
+		if gen, err = json.MarshalIndent(g, "", "  "); err != nil {
+			return err
+		}
+		gen = append(gen, '\n')
+	}
+	if err := os.WriteFile(filepath.Join(dir, "generation_config.json"), gen, 0o644); err != nil {
+		return fmt.Errorf("save generation config: %w", err)
+	}
+
+	var all []stTensor
+	for _, p := range m.Config.params() {
+		data, shape, err := m.Tensor(p.name)
+		if err != nil {
+			return fmt.Errorf("save model: %w", err)
+		}
+		all = append(all, stTensor{name: p.name, shape: shape, data: data})
+	}
+	if err := m.writeWeights(dir, all, stDType, opts.MaxShardBytes); err != nil {
+		return err
+	}
+	if opts.TokenizerDir != "" {
+		for _, name := range tokenizerFiles {
+			if err := copyFile(filepath.Join(opts.TokenizerDir, name), filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("save model: copy tokenizer file: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+func (m *Model) writeWeights(dir string, all []stTensor, stDType string, maxShard int64) error {
+	elem := int64(4)
+	if stDType == "BF16" {
+		elem = 2
+	}
+	if maxShard <= 0 {
+		return writeSafetensors(filepath.Join(dir, "model.safetensors"), all, stDType)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].name < all[j].name })
+	var shards [][]stTensor
+	var size, total int64
+	for _, t := range all {
+		b := int64(len(t.data)) * elem
+		total += b
+		if len(shards) == 0 || (size+b > maxShard && size > 0) {
+			shards = append(shards, nil)
+			size = 0
+		}
+		shards[len(shards)-1] = append(shards[len(shards)-1], t)
+		size += b
+	}
+	weightMap := map[string]string{}
+	for i, sh := range shards {
+		name := fmt.Sprintf("model-%05d-of-%05d.safetensors", i+1, len(shards))
+		for _, t := range sh {
+			weightMap[t.name] = name
+		}
+		if err := writeSafetensors(filepath.Join(dir, name), sh, stDType); err != nil {
+			return err
+		}
+	}
+	idx, err := json.MarshalIndent(map[string]any{"metadata": map[string]any{"total_size": total}, "weight_map": weightMap}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "model.safetensors.index.json"), append(idx, '\n'), 0o644)
+}
+
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(to)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
