@@ -24,8 +24,8 @@ import (
 	"math"
 	"strconv"
 
-	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // graph code reads like the formulas.
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // graph code reads like the formulas.
 	"github.com/gomlx/gomlx/pkg/ml/context"
 )
 
@@ -70,8 +70,8 @@ func (m *Model) rotary(positions *Node) (cos, sin *Node) {
 		invFreq[i] = 1 / float32(math.Pow(m.Config.RopeTheta, float64(float32(2*i)/float32(hd))))
 	}
 	angle := Mul(ExpandAxes(ConvertDType(positions, dtypes.Float32), -1), Reshape(Const(g, invFreq), 1, 1, hd/2)) // [B, T, hd/2]
-	emb := Concatenate([]*Node{angle, angle}, -1)                                          // [B, T, hd]
-	emb = ExpandAxes(emb, 2)                                                                // [B, T, 1, hd]
+	emb := Concatenate([]*Node{angle, angle}, -1)                                                                 // [B, T, hd]
+	emb = ExpandAxes(emb, 2)                                                                                      // [B, T, 1, hd]
 	return Cos(emb), Sin(emb)
 }
 
@@ -98,10 +98,10 @@ func (c *kvCache) write(cache, update *Node) *Node {
 	k := update.Shape().Dim(2)
 	upd := TransposeAllAxes(update, 2, 0, 1, 3) // [K, B, kvH, hd]
 	slot := Iota(g, shapeInt32(numSlots), 0)
-	rel := Sub(slot, c.cursor)                             // slot - cursor
+	rel := Sub(slot, c.cursor) // slot - cursor
 	isNew := And(GreaterOrEqual(rel, ScalarZero(g, dtypes.Int32)), LessThan(rel, Const(g, int32(k))))
 	idx := ExpandAxes(ClipScalar(rel, 0, float64(k-1)), -1) // [S, 1]
-	gathered := Gather(upd, idx)                           // [S, B, kvH, hd]
+	gathered := Gather(upd, idx)                            // [S, B, kvH, hd]
 	isNew = BroadcastToDims(Reshape(isNew, numSlots, 1, 1, 1), cache.Shape().Dimensions...)
 	return Where(isNew, gathered, cache)
 }

@@ -74,9 +74,9 @@ type Session struct {
 	caches    []*tensors.Tensor
 	slotValid []int32 // [B, slots]
 	nextPos   []int
-	seqs      [][]int     // every token of each sequence
-	pending   [][]int     // sampled tokens not yet in the cache
-	logits    [][]float32 // logits for the next token, when ready
+	seqs      [][]int      // every token of each sequence
+	pending   [][]int      // sampled tokens not yet in the cache
+	logits    [][]float32  // logits for the next token, when ready
 	rngs      []*rand.Rand // one stream per sequence, so one sequence's stop does not shift another's samples
 }
 
