@@ -40,6 +40,8 @@ func sqliteEscapes(dir string) []escape {
 		{"second statement after comment", "SELECT 1 -- ;\n; VACUUM INTO '" + file + "'", "2 statements"},
 		{"virtual table", "CREATE VIRTUAL TABLE v USING fts5(body)", "virtual tables are not allowed"},
 		{"empty", "  -- nothing\n ; ", "empty SQL"},
+		{"temp table shadowing a fixture table", "CREATE TEMP TABLE customers AS SELECT * FROM customers WHERE 0", "temporary tables"},
+		{"temp view", "CREATE TEMPORARY VIEW orders AS SELECT 1 AS id", "temporary tables"},
 	}
 }
 
@@ -112,7 +114,7 @@ func TestSQLiteConfinement(t *testing.T) {
 	}
 	// A trigger cannot smuggle a denied function past the authorizer: it
 	// is authorized when the statement that fires it compiles.
-	query(t, db, "CREATE TEMP TRIGGER smuggle AFTER INSERT ON orders BEGIN SELECT load_extension('/tmp/x'); END")
+	query(t, db, "CREATE TRIGGER smuggle AFTER INSERT ON orders BEGIN SELECT load_extension('/tmp/x'); END")
 	if _, err := db.Query(context.Background(), "INSERT INTO orders (id, customer_id, total, placed_at) VALUES (500, 1, 1, '2025-01-01')"); !isRefusal(err, "load_extension") {
 		t.Errorf("trigger firing load_extension: got %v", err)
 	}
@@ -170,6 +172,14 @@ func TestPostgresConfinement(t *testing.T) {
 		if got := res.Rows[0][0]; got != want {
 			t.Errorf("%s = %#v, want %#v", sql, got, want)
 		}
+	}
+	// A temporary table cannot shadow a fixture table (pg_temp is searched last).
+	query(t, db, "SELECT 1 AS id INTO TEMP customers")
+	if got := scalar(t, db, "SELECT COUNT(*) FROM customers"); got != int64(36) {
+		t.Errorf("a temp table shadows customers: count %v", got)
+	}
+	if res, err := db.Oracle(ctx, "SELECT COUNT(*) FROM customers"); err != nil || res.Rows[0][0] != int64(36) {
+		t.Errorf("a temp table shadows customers for the oracle: %v %v", res, err)
 	}
 	// The role's privileges are the last line: another fork's slot is out of reach.
 	other := fork(t, tpl)

@@ -172,3 +172,34 @@ func TestPostgresNoLeak(t *testing.T) {
 		t.Errorf("%d file descriptors left open", fd-baseFD)
 	}
 }
+
+// TestPostgresSweepsStaleSlots: slot schemas of a template whose process
+// died (no live connection with its application_name) are dropped by the
+// next template; a live template's slots are kept.
+func TestPostgresSweepsStaleSlots(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	ctx := context.Background()
+	admin, err := pgconn.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	const stale = "mcprl_0123456789ab_s0"
+	if _, err := admin.Exec(ctx, "DROP SCHEMA IF EXISTS "+stale+" CASCADE; CREATE SCHEMA "+stale+"; CREATE TABLE "+stale+".t (a int)").ReadAll(); err != nil {
+		t.Fatal(err)
+	}
+	live := newTemplate(t, dsn, Options{})
+	newTemplate(t, dsn, Options{})
+	res, err := admin.Exec(ctx, "SELECT count(*) FROM pg_namespace WHERE nspname = '"+stale+"'").ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(res[0].Rows[0][0]) != "0" {
+		t.Errorf("stale slot schema %s was not dropped", stale)
+	}
+	// The first template's slot survived the second's sweep.
+	db := fork(t, live)
+	if got := scalar(t, db, "SELECT COUNT(*) FROM customers"); got != int64(36) {
+		t.Errorf("live template's slot: %v", got)
+	}
+}

@@ -73,6 +73,7 @@ func newPGTemplate(ctx context.Context, schemaSQL, dataSQL string, opts Options)
 		c.Close(context.Background())
 		return nil, err
 	}
+	sweepStale(ctx, c)
 	slot, err := t.buildSlot(ctx, c)
 	if err != nil {
 		c.Close(context.Background())
@@ -128,6 +129,22 @@ END $$`).ReadAll()
 		}
 	}
 	return nil
+}
+
+// sweepStale drops slot schemas left by templates whose process died
+// without closing them: those whose application_name has no live
+// connection. Failures are ignored (a schema another user owns stays).
+func sweepStale(ctx context.Context, c *pgconn.PgConn) {
+	res, err := c.Exec(ctx, `SELECT n.nspname FROM pg_namespace n
+WHERE n.nspname ~ '^mcprl_[0-9a-f]{12}_s[0-9]+$' AND pg_has_role(n.nspowner, 'USAGE')
+  AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a
+                  WHERE a.application_name = 'mcprl-sqldb-' || substring(n.nspname from 7 for 12))`).ReadAll()
+	if err != nil || len(res) == 0 {
+		return
+	}
+	for _, r := range res[0].Rows {
+		c.Exec(ctx, "DROP SCHEMA IF EXISTS "+quoteIdent(string(r[0]))+" CASCADE").ReadAll()
+	}
 }
 
 // buildSlot creates a new slot schema with the fixture, committed.
@@ -216,7 +233,8 @@ func (t *pgTemplate) fork(ctx context.Context) (forkConn, error) {
 	var b strings.Builder
 	s := quoteIdent(slot)
 	b.WriteString("BEGIN; GRANT USAGE ON SCHEMA " + s + " TO " + quoteIdent(PolicyRole))
-	b.WriteString("; SET LOCAL search_path = " + s)
+	// pg_temp last: a temporary table cannot shadow a fixture table.
+	b.WriteString("; SET LOCAL search_path = " + s + ", pg_temp")
 	if len(t.seqs) > 0 {
 		b.WriteString("; SELECT ")
 		for i, q := range t.seqs {
@@ -227,6 +245,8 @@ func (t *pgTemplate) fork(ctx context.Context) (forkConn, error) {
 		}
 	}
 	fmt.Fprintf(&b, "; SET LOCAL statement_timeout = %d", t.timeout.Milliseconds())
+	// A fork may sit idle in its transaction while the policy generates.
+	b.WriteString("; SET LOCAL idle_in_transaction_session_timeout = 0")
 	b.WriteString("; SET LOCAL ROLE " + quoteIdent(PolicyRole))
 	if _, err := c.Exec(ctx, b.String()).ReadAll(); err != nil {
 		return fail(fmt.Errorf("sqldb: postgres: begin fork: %w", err))

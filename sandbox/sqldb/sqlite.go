@@ -193,6 +193,10 @@ func (f *sqliteFork) authorize(action sqlite.AuthorizerActionCode, arg1, arg2, d
 		return deny("DETACH is not allowed")
 	case sqlite.AuthCreateVTable, sqlite.AuthDropVTable:
 		return deny("virtual tables are not allowed")
+	case sqlite.AuthCreateTempTable, sqlite.AuthCreateTempView, sqlite.AuthCreateTempTrigger, sqlite.AuthCreateTempIndex:
+		// SQLite resolves unqualified names in temp first: a temporary
+		// table could shadow a fixture table from the reward's oracle.
+		return deny("temporary tables, views, triggers and indexes are not allowed (they would shadow the database's own tables)")
 	}
 	if f.readOnly {
 		return deny("the oracle is read-only")
