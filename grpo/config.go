@@ -695,3 +695,12 @@ func (c *Config) TotalSteps(numPrompts int) (int, error) {
 	}
 	return int(math.Ceil(c.NumTrainEpochs * float64(per))), nil
 }
+
+// NeedsOldLogProbs reports whether the trainer must compute the old policy's log-probabilities before
+// optimising (TRL: num_iterations > 1 or steps_per_generation > gradient_accumulation_steps). When
+// false, TRL uses the current log-probabilities detached, so every importance ratio is exactly 1:
+// pass LossInputs.OldLogP = nil to do the same.
+func (c *Config) NeedsOldLogProbs() bool {
+	_, spg, err := c.Generation()
+	return c.NumIterations > 1 || (err == nil && spg > c.GradientAccumulationSteps)
+}

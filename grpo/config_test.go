@@ -295,3 +295,20 @@ func TestTRLOnlyKeys(t *testing.T) {
 		t.Error("bf16 inside a reward: want an unknown-key error")
 	}
 }
+
+func TestNeedsOldLogProbs(t *testing.T) {
+	c := Default()
+	if c.NeedsOldLogProbs() {
+		t.Error("defaults (num_iterations 1, steps_per_generation = gradient_accumulation_steps): want false")
+	}
+	c.NumIterations = 2
+	if !c.NeedsOldLogProbs() {
+		t.Error("num_iterations 2: want true")
+	}
+	c.NumIterations = 1
+	spg := 4
+	c.StepsPerGeneration = &spg
+	if !c.NeedsOldLogProbs() {
+		t.Error("steps_per_generation 4 > gradient_accumulation_steps 1: want true")
+	}
+}
