@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -178,7 +179,7 @@ func NewFactory(ctx context.Context, fx *task.Fixture, opts Options) (_ *Factory
 
 // listTools runs tools/list against a server that has no database behind it.
 func (f *Factory) listTools(ctx context.Context) ([]*mcp.Tool, error) {
-	srv := f.newServer(nil)
+	srv := f.newServer(nil, 0)
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := srv.Connect(ctx, st, nil)
 	if err != nil {
@@ -207,10 +208,31 @@ func (f *Factory) Tools() []*mcp.Tool { return f.tools }
 // Fixture returns the fixture the factory was made for.
 func (f *Factory) Fixture() *task.Fixture { return f.fx }
 
-// Server returns a new MCP server for db: the built-in tools backed by db
-// and the external servers' tools proxied. `mcprl sandbox serve` serves it
-// over stdio or HTTP; Fork serves one over the in-memory transport.
-func (f *Factory) Server(db *sqldb.DB) *mcp.Server { return f.newServer(db) }
+// Serve serves a sandbox over t (for example &mcp.StdioTransport{}) with a
+// database fork of its own, until the client disconnects or ctx ends.
+func (f *Factory) Serve(ctx context.Context, t mcp.Transport) error {
+	db, err := f.tmpl.Fork(ctx)
+	if err != nil {
+		return fmt.Errorf("sandbox: forking database: %w", err)
+	}
+	defer db.Close()
+	if err := f.newServer(db, f.opts.CallTimeout).Run(ctx, t); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("sandbox: serving: %w", err)
+	}
+	return nil
+}
+
+// HTTPHandler returns an MCP streamable-HTTP handler for the sandbox. All
+// its clients share one database fork, which close drops.
+func (f *Factory) HTTPHandler(ctx context.Context) (_ http.Handler, close func() error, _ error) {
+	db, err := f.tmpl.Fork(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sandbox: forking database: %w", err)
+	}
+	srv := f.newServer(db, f.opts.CallTimeout)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Logger: f.opts.Logger})
+	return h, db.Close, nil
+}
 
 // Fork gives one trajectory its own database fork and MCP server, connected
 // through an in-memory MCP client session.
@@ -226,7 +248,7 @@ func (f *Factory) Fork(ctx context.Context) (*Sandbox, error) {
 		return nil, fmt.Errorf("sandbox: forking database: %w", err)
 	}
 	s := &Sandbox{f: f, db: db}
-	srv := f.newServer(db)
+	srv := f.newServer(db, 0)
 	st, ct := newMemTransports()
 	if f.opts.SDKPipe {
 		st, ct = mcp.NewInMemoryTransports()

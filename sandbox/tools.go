@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -86,7 +87,9 @@ type LintArgs struct {
 
 // newServer builds an MCP server whose built-in tools act on db (nil only
 // for listing the catalog) and that proxies the external servers' tools.
-func (f *Factory) newServer(db *sqldb.DB) *mcp.Server {
+// With bound > 0 the server limits every tools/call itself (for clients of
+// Serve and HTTPHandler; a Sandbox bounds its calls on the client side).
+func (f *Factory) newServer(db *sqldb.DB, bound time.Duration) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "mcprl-sandbox", Title: "mcprl sandbox: " + f.fx.Name, Version: "0"}, &mcp.ServerOptions{
 		Logger:       f.opts.Logger,
 		SchemaCache:  f.cache,
@@ -115,6 +118,19 @@ func (f *Factory) newServer(db *sqldb.DB) *mcp.Server {
 			srv.AddTool(t, e.proxy(t.Name))
 		}
 	}
+	if bound <= 0 {
+		return srv
+	}
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method != "tools/call" {
+				return next(ctx, method, req)
+			}
+			ctx, cancel := context.WithTimeout(ctx, bound)
+			defer cancel()
+			return next(ctx, method, req)
+		}
+	})
 	return srv
 }
 
