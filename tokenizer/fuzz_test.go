@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // FuzzRoundTrip: for any valid UTF-8 text, decode(encode(s)) is s with NFC
@@ -44,6 +46,11 @@ func FuzzRoundTrip(f *testing.F) {
 		}
 		if again := tok.Encode(want); !slices.Equal(again, ids) {
 			t.Fatalf("encode(decode(encode(%q))) = %v, encode = %v", s, again, ids)
+		}
+		// The heap merge for long pieces (longpiece.go) agrees with tiktoken-go.
+		nfc := norm.NFC.String(s)
+		if split, err := tok.encodeSplit(nil, nfc); err != nil || !slices.Equal(split, tok.core.EncodeOrdinary(nfc)) {
+			t.Fatalf("heap merge of %q = %v (%v), tiktoken-go %v", nfc, split, err, tok.core.EncodeOrdinary(nfc))
 		}
 		if got := small.Decode(small.Encode(s)); got != want {
 			t.Fatalf("small: decode(encode(%q)) = %q, want %q", s, got, want)

@@ -23,6 +23,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/dlclark/regexp2"
 	"github.com/pkoukk/tiktoken-go"
 	"golang.org/x/text/encoding/unicode"
 	"golang.org/x/text/unicode/norm"
@@ -46,6 +47,7 @@ type Tokenizer struct {
 
 	core     *tiktoken.Tiktoken // ordinary BPE over the vocabulary's ranks
 	pattern  string             // the pre-tokenizer split regex
+	split    *regexp2.Regexp    // pattern, for text with long pieces (longpiece.go)
 	nfc      bool               // the normalizer is NFC
 	addedRe  *regexp.Regexp     // leftmost-longest alternation of added tokens; nil if none
 	added    []AddedToken       // in tokenizer.json order
@@ -213,6 +215,9 @@ func parse(rawJSON, rawCfg []byte) (*Tokenizer, error) {
 		t.addedRe.Longest()
 	}
 
+	if t.split, err = compileSplit(t.pattern); err != nil {
+		return nil, fmt.Errorf("tokenizer.json: pre-tokenizer pattern: %w", err)
+	}
 	bpe, err := tiktoken.NewCoreBPE(t.encoder, map[string]int{}, t.pattern)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer.json: pre-tokenizer pattern: %w", err)
@@ -345,9 +350,9 @@ func parseMerges(raw json.RawMessage) ([][2]string, error) {
 // in the text become their single ids). text is read as UTF-8; an invalid
 // byte is encoded as U+FFFD (a Python str cannot hold one).
 //
-// Cost is linear in the text except inside one pre-tokenizer piece (a run of
-// spaces or punctuation), where tiktoken-go's merge loop is quadratic: a
-// 16 KB run of dashes takes ~0.2 s (BenchmarkEncodeLongPiece).
+// Text with a long run of spaces, letters or punctuation (one long
+// pre-tokenizer piece, where tiktoken-go's merge loop is quadratic) is merged
+// with a heap instead, giving the same ids in O(n log n); see longpiece.go.
 func (t *Tokenizer) Encode(text string) []int {
 	ids := make([]int, 0, len(text)/3+1)
 	for text != "" {
@@ -378,6 +383,11 @@ func (t *Tokenizer) appendOrdinary(ids []int, text string) []int {
 	}
 	if t.nfc {
 		text = norm.NFC.String(text)
+	}
+	if hasLongRun(text) {
+		if out, err := t.encodeSplit(ids, text); err == nil {
+			return out
+		}
 	}
 	return append(ids, t.core.EncodeOrdinary(text)...)
 }
