@@ -82,14 +82,22 @@ var pgEscapes = []escape{
 	{"query_to_xml", "SELECT query_to_xml('SELECT set_config(''role'', ''mcprl'', true)', true, true, '')", "query_to_xml is not allowed"},
 	{"ts_stat", "SELECT * FROM ts_stat('SELECT 1')", "ts_stat is not allowed"},
 	{"do block", "DO $$ BEGIN PERFORM 1; END $$", "DO statements are not allowed"},
-	{"create function", "CREATE FUNCTION f() RETURNS int LANGUAGE sql AS 'SELECT 1'", "CREATE statements are not allowed"},
+	{"create function", "CREATE FUNCTION f() RETURNS int LANGUAGE sql AS 'SELECT 1'", "CREATE FUNCTION is not allowed"},
+	{"create or replace function", "CREATE OR REPLACE FUNCTION f() RETURNS int LANGUAGE plpgsql AS $$BEGIN RETURN 1; END$$", "CREATE FUNCTION is not allowed"},
+	{"create procedure", "create procedure p() language sql as 'select 1'", "CREATE PROCEDURE is not allowed"},
+	{"create trigger", "CREATE TRIGGER t BEFORE INSERT ON orders FOR EACH ROW EXECUTE FUNCTION f()", "CREATE TRIGGER is not allowed"},
+	{"create rule", "CREATE RULE r AS ON INSERT TO orders DO INSTEAD NOTHING", "CREATE RULE is not allowed"},
+	{"create extension", "CREATE EXTENSION dblink", "CREATE EXTENSION is not allowed"},
+	{"create schema", "CREATE SCHEMA x", "CREATE SCHEMA is not allowed"},
+	{"alter system", "ALTER SYSTEM SET log_statement = 'none'", "ALTER SYSTEM is not allowed"},
+	{"alter role", "ALTER ROLE mcprl_policy SUPERUSER", "ALTER ROLE is not allowed"},
+	{"drop schema", "DROP SCHEMA public CASCADE", "DROP SCHEMA is not allowed"},
+	{"alter table owner", "ALTER TABLE orders OWNER TO mcprl", "must be"},
 	{"call", "CALL p()", "CALL statements are not allowed"},
 	{"advisory lock", "SELECT pg_advisory_lock(42)", "pg_advisory_lock is not allowed"},
 	{"terminate backend", "SELECT pg_terminate_backend(pg_backend_pid())", "pg_terminate_backend is not allowed"},
 	{"listen", "LISTEN x", "LISTEN statements are not allowed"},
 	{"grant", "GRANT pg_read_server_files TO mcprl_policy", "GRANT statements are not allowed"},
-	{"drop table", "DROP TABLE orders", "DROP statements are not allowed"},
-	{"truncate", "TRUNCATE orders", "TRUNCATE statements are not allowed"},
 	// What the lexer passes is still confined by the role's privileges.
 	{"read pg_authid", "SELECT rolpassword FROM pg_authid", "permission denied"},
 	{"other schema", "SELECT * FROM pg_catalog.pg_statistic", "permission denied"},
@@ -181,6 +189,16 @@ func TestPostgresConfinement(t *testing.T) {
 	if res, err := db.Oracle(ctx, "SELECT COUNT(*) FROM customers"); err != nil || res.Rows[0][0] != int64(36) {
 		t.Errorf("a temp table shadows customers for the oracle: %v %v", res, err)
 	}
+	// Schema changes of the fork's own tables are allowed, and private.
+	for _, ddl := range []string{
+		"CREATE TABLE audit (id INTEGER PRIMARY KEY, note TEXT)",
+		"ALTER TABLE customers ADD COLUMN vip BOOLEAN",
+		"CREATE INDEX orders_state_idx ON orders (state)",
+		"DROP TABLE orders",
+		"TRUNCATE audit",
+	} {
+		query(t, db, ddl)
+	}
 	// The role's privileges are the last line: another fork's slot is out of reach.
 	other := fork(t, tpl)
 	pf := other.fc.(*pgFork)
@@ -189,5 +207,11 @@ func TestPostgresConfinement(t *testing.T) {
 	}
 	if got := scalar(t, other, "SELECT COUNT(*) FROM orders"); got != int64(40) {
 		t.Errorf("other fork sees %v orders", got)
+	}
+	db.Close()
+	next := fork(t, tpl)
+	tabs, err := next.Tables(ctx)
+	if err != nil || len(tabs) != 2 || len(tabs[0].Columns) != 9 || tabs[1].Name != "orders" {
+		t.Errorf("a later fork sees the schema changes: %+v %v", tabs, err)
 	}
 }

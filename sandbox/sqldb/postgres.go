@@ -158,8 +158,25 @@ func (t *pgTemplate) buildSlot(ctx context.Context, c *pgconn.PgConn) (string, e
 		{"create slot", "BEGIN; CREATE SCHEMA " + s + "; SET LOCAL search_path = " + s},
 		{"schema.sql", t.schemaSQL},
 		{"data.sql", t.dataSQL},
-		{"grants", "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA " + s + " TO " + quoteIdent(PolicyRole) +
-			"; GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA " + s + " TO " + quoteIdent(PolicyRole) + "; COMMIT"},
+		// The policy role owns the slot's objects so that a fork may alter
+		// or drop them; it can reach them only inside a fork's transaction,
+		// which grants it the schema and is always rolled back.
+		// (ALTER ... OWNER needs the new owner to hold CREATE on the schema
+		// for a moment.)
+		{"owners", "GRANT CREATE ON SCHEMA " + s + " TO " + quoteIdent(PolicyRole) + `; DO $$ DECLARE r record; BEGIN
+  FOR r IN SELECT c.oid::regclass AS name, c.relkind FROM pg_class c
+           WHERE c.relnamespace = ` + quoteLiteral(name) + `::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm')
+  LOOP
+    EXECUTE format('ALTER %s %s OWNER TO ` + quoteIdent(PolicyRole) + `',
+      CASE r.relkind WHEN 'v' THEN 'VIEW' WHEN 'm' THEN 'MATERIALIZED VIEW' ELSE 'TABLE' END, r.name);
+  END LOOP;
+  FOR r IN SELECT c.oid::regclass AS name FROM pg_class c
+           WHERE c.relnamespace = ` + quoteLiteral(name) + `::regnamespace AND c.relkind = 'S'
+             AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype IN ('a', 'i'))
+  LOOP
+    EXECUTE format('ALTER SEQUENCE %s OWNER TO ` + quoteIdent(PolicyRole) + `', r.name);
+  END LOOP;
+END $$; REVOKE CREATE ON SCHEMA ` + s + " FROM " + quoteIdent(PolicyRole) + "; COMMIT"},
 	}
 	for _, st := range steps {
 		if strings.TrimSpace(st.sql) == "" {
@@ -232,7 +249,7 @@ func (t *pgTemplate) fork(ctx context.Context) (forkConn, error) {
 	}
 	var b strings.Builder
 	s := quoteIdent(slot)
-	b.WriteString("BEGIN; GRANT USAGE ON SCHEMA " + s + " TO " + quoteIdent(PolicyRole))
+	b.WriteString("BEGIN; GRANT USAGE, CREATE ON SCHEMA " + s + " TO " + quoteIdent(PolicyRole))
 	// pg_temp last: a temporary table cannot shadow a fixture table.
 	b.WriteString("; SET LOCAL search_path = " + s + ", pg_temp")
 	if len(t.seqs) > 0 {
@@ -330,10 +347,35 @@ type pgFork struct {
 	broken error // set when the connection's state is unknown; the fork is then unusable
 }
 
-// pgAllowed are the statements the policy may run.
+// pgAllowed are the statements the policy may run. Schema changes are
+// allowed on the fork's own slot (the policy role owns the slot's objects,
+// and everything is rolled back at Close) but only for the object kinds in
+// pgDDLObjects: no functions, procedures, triggers, rules or extensions,
+// which could run code as another role.
 var pgAllowed = map[string]bool{
 	"select": true, "with": true, "insert": true, "update": true, "delete": true,
-	"values": true, "table": true, "explain": true, "show": true,
+	"values": true, "table": true, "explain": true, "show": true, "truncate": true,
+}
+
+var pgDDL = map[string]bool{"create": true, "alter": true, "drop": true}
+
+var pgDDLObjects = map[string]bool{"table": true, "view": true, "index": true, "sequence": true}
+
+// pgDDLModifiers may come between CREATE and the object kind.
+var pgDDLModifiers = map[string]bool{"or": true, "replace": true, "temp": true, "temporary": true, "unlogged": true, "unique": true, "local": true, "global": true}
+
+// ddlObject returns the object kind of a CREATE/ALTER/DROP statement.
+func (s statement) ddlObject() string {
+	for _, t := range s[1:] {
+		if t.kind != tokWord {
+			return ""
+		}
+		if pgDDLModifiers[t.text] {
+			continue
+		}
+		return t.text
+	}
+	return ""
 }
 
 // pgCommands are the words a PostgreSQL statement can start with; a
@@ -406,6 +448,10 @@ func checkPG(src string) *QueryError {
 	}
 	switch w := st.firstWord(); {
 	case pgAllowed[w]:
+	case pgDDL[w]:
+		if obj := st.ddlObject(); !pgDDLObjects[obj] {
+			return refused("%s %s is not allowed: only tables, views, indexes and sequences may be created, altered or dropped", strings.ToUpper(w), strings.ToUpper(obj))
+		}
 	case w == "begin" || w == "start" || w == "commit" || w == "end" || w == "rollback" || w == "abort" ||
 		w == "savepoint" || w == "release" || w == "prepare":
 		return refused("transaction control (%s) is not allowed: the sandbox runs each trajectory in its own transaction and discards it at the end", strings.ToUpper(w))
@@ -416,7 +462,7 @@ func checkPG(src string) *QueryError {
 	case w == "" || !pgCommands[w]:
 		// Not a statement at all: the server's syntax error says so.
 	default:
-		return refused("%s statements are not allowed: use SELECT, INSERT, UPDATE, DELETE, WITH, VALUES, TABLE, EXPLAIN or SHOW", strings.ToUpper(w))
+		return refused("%s statements are not allowed: use SELECT, INSERT, UPDATE, DELETE, WITH, VALUES, TABLE, EXPLAIN, SHOW, TRUNCATE, or CREATE/ALTER/DROP of tables, views, indexes and sequences", strings.ToUpper(w))
 	}
 	for _, tok := range st {
 		switch tok.kind {
