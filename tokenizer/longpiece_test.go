@@ -15,9 +15,9 @@ func TestLongPiecePathMatchesTiktoken(t *testing.T) {
 	tok := qwen(t)
 	texts, _ := benchCorpus(t)
 	for _, s := range []string{
-		strings.Repeat(" ", 3000), strings.Repeat(" ", 3000) + "x", "a" + strings.Repeat("\n", 500) + "b",
-		strings.Repeat("-", 3000), strings.Repeat("=-", 1500) + "\n\n", strings.Repeat("a", 3000),
-		strings.Repeat("ab", 1500), strings.Repeat("日本", 700), strings.Repeat("\t \u00a0", 400) + "end",
+		strings.Repeat(" ", 1500), strings.Repeat(" ", 1500) + "x", "a" + strings.Repeat("\n", 500) + "b",
+		strings.Repeat("-", 1500), strings.Repeat("=-", 750) + "\n\n", strings.Repeat("a", 1500),
+		strings.Repeat("ab", 750), strings.Repeat("日本", 300), strings.Repeat("\t \u00a0", 400) + "end",
 		"SELECT '" + strings.Repeat("x", 1000) + "' FROM t;" + strings.Repeat(" ", 200) + "|",
 	} {
 		if !hasLongRun(s) {
