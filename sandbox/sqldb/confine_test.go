@@ -199,6 +199,10 @@ func TestPostgresConfinement(t *testing.T) {
 	} {
 		query(t, db, ddl)
 	}
+	// The oracle runs as the policy role too.
+	if res, err := db.Oracle(ctx, "SELECT current_user"); err != nil || res.Rows[0][0] != PolicyRole {
+		t.Errorf("oracle role: %v %v", res, err)
+	}
 	// The role's privileges are the last line: another fork's slot is out of reach.
 	other := fork(t, tpl)
 	pf := other.fc.(*pgFork)
@@ -207,6 +211,15 @@ func TestPostgresConfinement(t *testing.T) {
 	}
 	if got := scalar(t, other, "SELECT COUNT(*) FROM orders"); got != int64(40) {
 		t.Errorf("other fork sees %v orders", got)
+	}
+	// A gigantic row is refused before it is read into memory; the fork is
+	// then unusable (an infrastructure error), and closing it is clean.
+	if _, err := db.Query(ctx, "SELECT repeat('x', 20000000)"); !isRefusal(err, "larger than") {
+		t.Errorf("20 MB row: %v", err)
+	}
+	var qe *QueryError
+	if _, err := db.Query(ctx, "SELECT 1"); err == nil || errors.As(err, &qe) {
+		t.Errorf("query after the session was lost: %v", err)
 	}
 	db.Close()
 	next := fork(t, tpl)

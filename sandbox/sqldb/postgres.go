@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
@@ -20,6 +21,9 @@ import (
 // holds no privileges of its own: each fork grants it the use of its own
 // slot schema inside the fork's transaction, so the grant vanishes at Close.
 const PolicyRole = "mcprl_policy"
+
+// pgMaxMessage bounds one protocol message (one result row).
+const pgMaxMessage = sqliteMaxLength
 
 // pgMaxIdle bounds the connections a template keeps open between forks.
 const pgMaxIdle = 16
@@ -65,6 +69,9 @@ func newPGTemplate(ctx context.Context, schemaSQL, dataSQL string, opts Options)
 	}
 	t := &pgTemplate{cfg: cfg, id: hex.EncodeToString(b[:]), schemaSQL: schemaSQL, dataSQL: dataSQL, timeout: opts.StatementTimeout}
 	cfg.RuntimeParams["application_name"] = t.AppName()
+	// One row may not exceed what SQLite allows for one value either:
+	// SELECT repeat('x', 1e9) must not allocate a gigabyte here.
+	cfg.MaxProtocolMessageBodyLen = pgMaxMessage
 	c, err := t.connect(ctx)
 	if err != nil {
 		return nil, err
@@ -499,9 +506,11 @@ func (f *pgFork) query(ctx context.Context, src string, lim limits) (*Result, er
 }
 
 // inSavepoint runs fn inside a savepoint: on failure the savepoint is
-// rolled back so the fork's transaction goes on; for the oracle (trusted)
-// it runs as the session user and is always rolled back, so it cannot
-// change the fork. After a policy statement the role is checked.
+// rolled back so the fork's transaction goes on; for the oracle (trusted
+// SQL, unchecked) it is always rolled back, so it cannot change the fork.
+// Both run as the policy role, which owns the slot: the oracle never runs
+// objects the policy defined (views, defaults) with more privileges than
+// the policy has. After a policy statement the role is checked.
 func (f *pgFork) inSavepoint(ctx context.Context, lim limits, oracle bool, fn func(context.Context) (*Result, error)) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -510,16 +519,15 @@ func (f *pgFork) inSavepoint(ctx context.Context, lim limits, oracle bool, fn fu
 	// client-side deadline (a little later) is the backstop.
 	cctx, cancel := callCtx(ctx, lim.timeout+time.Second)
 	defer cancel()
-	begin := "SAVEPOINT mcprl_q"
-	if oracle {
-		begin += "; SET LOCAL ROLE NONE"
-	}
-	if _, err := f.c.Exec(cctx, begin).ReadAll(); err != nil {
+	if _, err := f.c.Exec(cctx, "SAVEPOINT mcprl_q").ReadAll(); err != nil {
 		return nil, f.fail(ctx, cctx, lim, err)
 	}
 	res, err := fn(cctx)
 	if err != nil || oracle {
 		if _, rerr := f.c.Exec(cctx, "ROLLBACK TO SAVEPOINT mcprl_q; RELEASE SAVEPOINT mcprl_q").ReadAll(); rerr != nil {
+			if err != nil {
+				rerr = errors.Join(err, rerr)
+			}
 			return nil, f.fail(ctx, cctx, lim, rerr)
 		}
 		if err != nil {
@@ -557,6 +565,11 @@ func (f *pgFork) mapErr(ctx, cctx context.Context, lim limits, err error) error 
 // fail marks the fork broken after a connection-level failure.
 func (f *pgFork) fail(ctx, cctx context.Context, lim limits, err error) error {
 	f.broken = err
+	var big *pgproto3.ExceededMaxBodyLenErr
+	if errors.As(err, &big) {
+		return &QueryError{Kind: KindRefused, Err: err, Msg: fmt.Sprintf(
+			"refused: a result row is larger than %d bytes; the database session was lost and this trajectory cannot query it again", pgMaxMessage)}
+	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
