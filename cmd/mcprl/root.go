@@ -14,5 +14,6 @@ func newRootCmd() *cobra.Command {
 	}
 	root.AddCommand(newTokenizeCmd())
 	root.AddCommand(newTokenizerCmd())
+	root.AddCommand(newSandboxCmd())
 	return root
 }
