@@ -26,6 +26,7 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // graph code reads like the formulas.
+	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 )
 
@@ -56,7 +57,7 @@ func linear(ctx *context.Context, x *Node, withBias bool) *Node {
 // rmsNorm is Qwen2RMSNorm.
 func rmsNorm(ctx *context.Context, x *Node, eps float64) *Node {
 	variance := ReduceAndKeep(Square(x), ReduceMean, -1)
-	x = Mul(x, Rsqrt(AddScalar(variance, eps)))
+	x = Div(x, Sqrt(AddScalar(variance, eps))) // Rsqrt has no gradient in GoMLX
 	return Mul(x, ExpandLeftToRank(variableNode(ctx, x.Graph(), "weight"), x.Rank()))
 }
 
@@ -75,12 +76,19 @@ func (m *Model) rotary(positions *Node) (cos, sin *Node) {
 	return Cos(emb), Sin(emb)
 }
 
-// applyRotary rotates x [B, T, heads, headDim].
+// applyRotary rotates x [B, T, heads, headDim]: x*cos + rotate_half(x)*sin, where rotate_half(x) =
+// [-x2, x1] is taken as a product with a constant signed permutation matrix, so that its gradient needs no
+// Pad (which the pure-Go backend lacks: slicing a differentiable tensor would make training fail).
 func applyRotary(x, cos, sin *Node) *Node {
-	half := x.Shape().Dim(-1) / 2
-	x1 := SliceAxis(x, -1, AxisRange(0, half))
-	x2 := SliceAxis(x, -1, AxisRange(half))
-	rotated := Concatenate([]*Node{Neg(x2), x1}, -1)
+	hd := x.Shape().Dim(-1)
+	half := hd / 2
+	r := make([]float32, hd*hd) // r[j*hd+i]: weight of x[j] in rotated[i]
+	for i := range half {
+		r[(half+i)*hd+i] = -1 // rotated[i] = -x2[i]
+		r[i*hd+half+i] = 1    // rotated[half+i] = x1[i]
+	}
+	rot := Const(x.Graph(), tensors.FromFlatDataAndDimensions(r, hd, hd))
+	rotated := Einsum("bthd,de->bthe", x, ConvertDType(rot, x.DType()))
 	return Add(Mul(x, cos), Mul(rotated, sin))
 }
 
@@ -236,18 +244,26 @@ func (m *Model) TokenLogProbs(ctx *context.Context, tokens, attentionMask *Node)
 // Completion.LogProbs at that temperature.
 func (m *Model) TokenLogProbsAt(ctx *context.Context, tokens, attentionMask *Node, temperature float64) *Node {
 	g := tokens.Graph()
-	b, t := tokens.Shape().Dim(0), tokens.Shape().Dim(1)
+	t := tokens.Shape().Dim(1)
 	logits := m.Logits(ctx, tokens, attentionMask)
 	if temperature != 1 {
 		logits = MulScalar(logits, 1/temperature)
 	}
-	logp := LogSoftmax(SliceAxis(logits, 1, AxisRange(0, t-1)), -1) // predicts tokens[:, 1:]
-	target := SliceAxis(ConvertDType(tokens, dtypes.Int32), 1, AxisRange(1))
-	picked := ReduceSum(Mul(logp, OneHot(target, m.Config.VocabSize, dtypes.Float32)), -1) // [B, T-1]
+	// Position t predicts tokens[t+1]; the targets are shifted, never the differentiable values (slicing
+	// them would need Pad in the gradient, which the pure-Go backend lacks).
+	ids := ConvertDType(tokens, dtypes.Int32)
+	target := Concatenate([]*Node{SliceAxis(ids, 1, AxisRange(1)), ZerosLike(SliceAxis(ids, 1, AxisRange(0, 1)))}, 1)
+	picked := ReduceSum(Mul(LogSoftmax(logits, -1), OneHot(target, m.Config.VocabSize, dtypes.Float32)), -1) // [B, T]
+	// Align with tokens: out[:, t] = picked[:, t-1], as a product with the shift matrix.
+	shift := make([]float32, t*t)
+	for i := 0; i+1 < t; i++ {
+		shift[i*t+i+1] = 1
+	}
+	out := Einsum("bi,ij->bj", picked, Const(g, tensors.FromFlatDataAndDimensions(shift, t, t)))
 	valid, _ := maskAndPositions(attentionMask)
 	ok := And(SliceAxis(valid, 1, AxisRange(1)), SliceAxis(valid, 1, AxisRange(0, t-1)))
-	picked = Where(ok, picked, ScalarZero(g, dtypes.Float32))
-	return Concatenate([]*Node{Zeros(g, shapeF32(b, 1)), picked}, 1)
+	ok = Concatenate([]*Node{ZerosLike(SliceAxis(valid, 1, AxisRange(0, 1))), ok}, 1)
+	return Where(ok, out, ZerosLike(out))
 }
 
 // decodeStep is the KV-cache graph: it feeds K new tokens per sequence (left-aligned padding inside the chunk),
