@@ -22,8 +22,12 @@ type SampleOptions struct {
 	TopP float64
 	// TopK keeps the K most likely tokens; 0 = off.
 	TopK int
-	// MaxNewTokens bounds the tokens sampled per sequence in this call (required, > 0).
+	// MaxNewTokens bounds the tokens sampled per sequence in this call (> 0 unless MaxNewTokensPer covers all).
 	MaxNewTokens int
+	// MaxNewTokensPer, when not nil (one entry per sequence), bounds sequence i by MaxNewTokensPer[i] instead
+	// where that entry is > 0; a sequence with entry 0 and MaxNewTokens 0 does not take part. Per-sequence budgets
+	// keep every sampled token in the trajectory: nothing is sampled into the cache that a caller would cut off.
+	MaxNewTokensPer []int
 	// Stop ends a sequence when it samples one of these ids (the id is kept as its last token): pass the EOS ids
 	// (Config.EOSIDs) and e.g. the id of </tool_call>.
 	Stop []int
@@ -258,10 +262,21 @@ func (s *Session) Append(ctx context.Context, tokens [][]int) error {
 }
 
 // Generate samples until every sequence that received tokens (Append) since its last stop stops: on a Stop id,
-// after MaxNewTokens, or when the cache is full. It returns one Completion per sequence (Stop "" for those that
+// after its token budget, or when the cache is full. A sequence with a zero budget keeps its turn for a later
+// call. It returns one Completion per sequence (Stop "" for those that
 // did not take part). Sampling is deterministic for the session's seed and call sequence.
 func (s *Session) Generate(ctx context.Context, opts SampleOptions) ([]Completion, error) {
-	if opts.MaxNewTokens <= 0 {
+	if opts.MaxNewTokensPer != nil && len(opts.MaxNewTokensPer) != s.batch {
+		return nil, fmt.Errorf("generate: MaxNewTokensPer has %d entries, session has %d sequences", len(opts.MaxNewTokensPer), s.batch)
+	}
+	budget := make([]int, s.batch)
+	for b := range budget {
+		budget[b] = opts.MaxNewTokens
+		if opts.MaxNewTokensPer != nil && opts.MaxNewTokensPer[b] > 0 {
+			budget[b] = opts.MaxNewTokensPer[b]
+		}
+	}
+	if opts.MaxNewTokens < 0 || (opts.MaxNewTokens == 0 && opts.MaxNewTokensPer == nil) {
 		return nil, fmt.Errorf("generate: MaxNewTokens must be > 0")
 	}
 	if opts.Temperature < 0 || opts.TopP < 0 || opts.TopP > 1 || opts.TopK < 0 {
@@ -270,7 +285,7 @@ func (s *Session) Generate(ctx context.Context, opts SampleOptions) ([]Completio
 	out := make([]Completion, s.batch)
 	active := make([]bool, s.batch)
 	for b := range s.batch {
-		active[b] = s.logits[b] != nil
+		active[b] = s.logits[b] != nil && budget[b] > 0
 	}
 	for {
 		chunk := make([][]int, s.batch)
@@ -289,7 +304,7 @@ func (s *Session) Generate(ctx context.Context, opts SampleOptions) ([]Completio
 			switch {
 			case slices.Contains(opts.Stop, tok):
 				c.Stop = StopToken
-			case len(c.Tokens) >= opts.MaxNewTokens:
+			case len(c.Tokens) >= budget[b]:
 				c.Stop = StopLength
 			case s.cursor >= s.slots:
 				c.Stop = StopCapacity

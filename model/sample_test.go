@@ -172,6 +172,48 @@ func TestSamplingLogProbsAndDeterminism(t *testing.T) {
 	}
 }
 
+// TestPerSequenceBudgets: MaxNewTokensPer bounds each sequence; a zero budget keeps the turn for later; the
+// tokens match a run with one shared budget (per-sequence random streams).
+func TestPerSequenceBudgets(t *testing.T) {
+	m := newTestModel(t, 5)
+	ctx := context.Background()
+	opts := SampleOptions{Temperature: 1, MaxNewTokens: 6}
+	ref, err := m.NewSession(len(testPrompts), 128, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	ref.Append(ctx, testPrompts)
+	want, err := ref.Generate(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := m.NewSession(len(testPrompts), 128, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Append(ctx, testPrompts)
+	budgets := []int{2, 6, 0, 4}
+	got, err := s.Generate(ctx, SampleOptions{Temperature: 1, MaxNewTokensPer: budgets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for b, n := range budgets {
+		if !slices.Equal(got[b].Tokens, want[b].Tokens[:n]) {
+			t.Errorf("seq %d budget %d: got %v, want %v", b, n, got[b].Tokens, want[b].Tokens[:n])
+		}
+	}
+	// Sequence 2 kept its turn.
+	more, err := s.Generate(ctx, SampleOptions{Temperature: 1, MaxNewTokensPer: []int{0, 0, 3, 0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(more[2].Tokens, want[2].Tokens[:3]) || len(more[0].Tokens) != 0 {
+		t.Errorf("deferred turn: got %+v, want seq 2 = %v", more, want[2].Tokens[:3])
+	}
+}
+
 func TestSessionCapacity(t *testing.T) {
 	m := newTestModel(t, 3)
 	s, err := m.NewSession(2, 64, 1)
