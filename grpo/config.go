@@ -110,7 +110,7 @@ type Config struct {
 	Seed                      int64   `yaml:"seed"`
 	LRSchedulerType           string  `yaml:"lr_scheduler_type"`
 	WarmupRatio               float64 `yaml:"warmup_ratio"`
-	WarmupSteps               int     `yaml:"warmup_steps"` // > 0 overrides warmup_ratio
+	WarmupSteps               float64 `yaml:"warmup_steps"` // >= 1: steps, overriding warmup_ratio; in (0, 1): a ratio (transformers v5)
 	WeightDecay               float64 `yaml:"weight_decay"`
 	AdamBeta1                 float64 `yaml:"adam_beta1"`
 	AdamBeta2                 float64 `yaml:"adam_beta2"`
@@ -545,8 +545,10 @@ func (c *Config) Validate() error {
 	if finite("warmup_ratio", c.WarmupRatio) && (c.WarmupRatio < 0 || c.WarmupRatio > 1) {
 		bad("warmup_ratio", "warmup_ratio must be in [0, 1], got %g", c.WarmupRatio)
 	}
-	if c.WarmupSteps < 0 {
-		bad("warmup_steps", "warmup_steps must be >= 0, got %d", c.WarmupSteps)
+	if finite("warmup_steps", c.WarmupSteps) && c.WarmupSteps < 0 {
+		bad("warmup_steps", "warmup_steps must be >= 0, got %g", c.WarmupSteps)
+	} else if c.WarmupSteps > 1 && c.WarmupSteps != math.Trunc(c.WarmupSteps) {
+		bad("warmup_steps", "warmup_steps must be an integer or a ratio in (0, 1), got %g", c.WarmupSteps)
 	}
 	if finite("weight_decay", c.WeightDecay) && c.WeightDecay < 0 {
 		bad("weight_decay", "weight_decay must be >= 0, got %g", c.WeightDecay)

@@ -11,11 +11,14 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/train/optimizers"
 )
 
-// WarmupSteps is transformers' TrainingArguments.get_warmup_steps: warmupSteps when > 0, else
-// ceil(totalSteps x warmupRatio).
-func WarmupSteps(warmupSteps int, warmupRatio float64, totalSteps int) int {
-	if warmupSteps > 0 {
-		return warmupSteps
+// WarmupSteps is transformers' TrainingArguments.get_warmup_steps: warmupSteps when >= 1; a ratio of
+// totalSteps when in (0, 1) (transformers v5's form); else ceil(totalSteps x warmupRatio).
+func WarmupSteps(warmupSteps, warmupRatio float64, totalSteps int) int {
+	switch {
+	case warmupSteps >= 1:
+		return int(warmupSteps)
+	case warmupSteps > 0:
+		return int(math.Ceil(float64(totalSteps) * warmupSteps))
 	}
 	return int(math.Ceil(float64(totalSteps) * warmupRatio))
 }

@@ -31,6 +31,14 @@ func TestScheduleMatchesLambdaLR(t *testing.T) {
 			}
 		}
 	}
+	for _, c := range []struct {
+		steps, ratio float64
+		total, want  int
+	}{{0, 0.1, 95, 10}, {5, 0.5, 100, 5}, {0.1, 0, 95, 10}, {0, 0, 10, 0}} {
+		if got := WarmupSteps(c.steps, c.ratio, c.total); got != c.want {
+			t.Errorf("WarmupSteps(%v, %v, %d) = %d, want %d", c.steps, c.ratio, c.total, got, c.want)
+		}
+	}
 	if _, err := LRLambda("polynomial", 0, 0, 10); err == nil {
 		t.Error("unsupported scheduler: want an error")
 	}
