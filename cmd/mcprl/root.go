@@ -14,6 +14,10 @@ func newRootCmd() *cobra.Command {
 	}
 	root.AddCommand(newTokenizeCmd())
 	root.AddCommand(newTokenizerCmd())
+	root.AddCommand(newScoreCmd())
 	root.AddCommand(newSandboxCmd())
+	root.AddCommand(newTrainCmd())
+	root.AddCommand(newSFTCmd())
+	root.AddCommand(newModelCmd())
 	return root
 }

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcprl/mcprl/model"
+	"github.com/mcprl/mcprl/tokenizer"
+)
+
+// newModelCmd groups policy-model commands.
+func newModelCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "model",
+		Short: "Policy model (Qwen2) commands: create random weights, inspect a checkpoint",
+		Long:  "Commands on Hugging Face Qwen2 model directories (config.json + model.safetensors), the format mcprl trains and saves.",
+	}
+	cmd.AddCommand(newModelInitCmd(), newModelInfoCmd())
+	return cmd
+}
+
+func newModelInitCmd() *cobra.Command {
+	var cfgPath, out, tokDir, dtype string
+	var seed uint64
+	cmd := &cobra.Command{
+		Use:   "init (--config FILE | --tokenizer DIR) --out DIR [--seed S]",
+		Short: "Write a Qwen2 model with random weights (Hugging Face initialization) to a directory",
+		Long: `init creates a Qwen2 model initialized as transformers does (normal(0, initializer_range) linear and
+embedding weights, zero biases, unit norms) and saves it as a Hugging Face directory: config.json,
+generation_config.json, model.safetensors and, with --tokenizer, the tokenizer files.
+
+Without --config it uses the tiny default (hidden 256, 4 layers, 4 heads / 2 KV heads, intermediate 704, tied
+embeddings) with the vocabulary size, <|im_end|> eos and <|endoftext|> pad of the --tokenizer directory.
+
+Examples:
+  mcprl model init --tokenizer tokenizer/small/qwen2.5-2048 --out runs/tiny
+  mcprl model init --config my-config.json --tokenizer tok/ --out runs/base --seed 7`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var cfg *model.Config
+			var err error
+			switch {
+			case cfgPath != "":
+				if cfg, err = model.LoadConfig(cfgPath); err != nil {
+					return err
+				}
+			case tokDir != "":
+				tok, err := tokenizer.Load(tokDir)
+				if err != nil {
+					return err
+				}
+				eos, ok := tok.TokenID("<|im_end|>")
+				if !ok {
+					eos = tok.EOS()
+				}
+				cfg = model.TinyConfig(tok.VocabSize(), -1, eos)
+				if pad, ok := tok.TokenID("<|endoftext|>"); ok {
+					cfg.PadTokenID = &pad
+				}
+			default:
+				return fmt.Errorf("give --config FILE or --tokenizer DIR (for the tiny default sized to it)")
+			}
+			backend, err := model.NewBackend("")
+			if err != nil {
+				return err
+			}
+			m, err := model.New(backend, cfg, seed)
+			if err != nil {
+				return err
+			}
+			if err := m.Save(out, model.SaveOptions{DType: dtype, TokenizerDir: tokDir}); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: Qwen2, %d parameters (hidden %d, %d layers, vocab %d), seed %d\n",
+				out, cfg.NumParams(), cfg.HiddenSize, cfg.NumHiddenLayers, cfg.VocabSize, seed)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&cfgPath, "config", "", "Hugging Face config.json of the model to create (Qwen2)")
+	cmd.Flags().StringVar(&out, "out", "", "output directory (created)")
+	cmd.Flags().StringVar(&tokDir, "tokenizer", "", "tokenizer directory: copied into the output; sizes the tiny default when --config is not given")
+	cmd.Flags().Uint64Var(&seed, "seed", 0, "random seed of the initialization")
+	cmd.Flags().StringVar(&dtype, "dtype", "float32", "dtype of the saved weights: float32 or bfloat16")
+	_ = cmd.MarkFlagRequired("out")
+	return cmd
+}
+
+func newModelInfoCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "info DIR",
+		Short: "Load a Qwen2 model directory and print its shape and parameter count",
+		Long:  "info loads config.json and every tensor (checking names and shapes) and prints a summary; it fails on a missing tensor, a wrong shape or a non-Qwen2 architecture.",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			backend, err := model.NewBackend("")
+			if err != nil {
+				return err
+			}
+			m, err := model.Load(backend, args[0])
+			if err != nil {
+				return err
+			}
+			c := &m.Config
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s, %d parameters; hidden %d, intermediate %d, %d layers, %d heads (%d KV), vocab %d, rope_theta %g, tied %v, eos %v\n",
+				args[0], model.Architecture, c.NumParams(), c.HiddenSize, c.IntermediateSize, c.NumHiddenLayers,
+				c.NumAttentionHeads, c.NumKeyValueHeads, c.VocabSize, c.RopeTheta, c.TieWordEmbeddings, c.EOSIDs())
+			return nil
+		},
+	}
+}
+
