@@ -109,4 +109,3 @@ func newModelInfoCmd() *cobra.Command {
 		},
 	}
 }
-
