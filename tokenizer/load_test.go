@@ -1,8 +1,10 @@
 package tokenizer
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -51,5 +53,45 @@ func TestLoadRejects(t *testing.T) {
 	}
 	if _, err := Load(t.TempDir()); err == nil {
 		t.Error("Load of an empty directory succeeded")
+	}
+}
+
+// TestHFEdgeCases: Unicode whitespace, case folding ('ſ), combining marks
+// beside added tokens, and long runs (the heap-merge path) encode as Hugging
+// Face's tokenizers library encodes them (gen_hf_small.js), with the full and
+// the small vocabulary.
+func TestHFEdgeCases(t *testing.T) {
+	full := qwen(t)
+	small, err := Small()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join("testdata", "parity", "hf_edge_encode.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, long := 0, 0
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var c struct {
+			Text     string `json:"text"`
+			IDs      []int  `json:"ids"`
+			SmallIDs []int  `json:"small_ids"`
+		}
+		if err := json.Unmarshal([]byte(line), &c); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if hasLongRun(c.Text) {
+			long++
+		}
+		if got := full.Encode(c.Text); !slices.Equal(got, c.IDs) {
+			t.Errorf("full %.30q: got %v, HF %v", c.Text, got, c.IDs)
+		}
+		if got := small.Encode(c.Text); !slices.Equal(got, c.SmallIDs) {
+			t.Errorf("small %.30q: got %v, HF %v", c.Text, got, c.SmallIDs)
+		}
+	}
+	if n != 26 || long < 10 {
+		t.Errorf("%d cases (%d through the long-run path), want 26 (>= 10)", n, long)
 	}
 }
