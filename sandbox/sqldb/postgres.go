@@ -42,6 +42,11 @@ type pgTemplate struct {
 	dataSQL   string
 	timeout   time.Duration
 
+	// anchor is held open for the template's whole life: its
+	// application_name marks the template's slots as live, so another
+	// process's sweepStale never drops them. Close drops the slots over it.
+	anchor *pgconn.PgConn
+
 	mu      sync.Mutex
 	idle    []*pgconn.PgConn
 	free    []string // slot schemas not in use
@@ -94,7 +99,7 @@ func newPGTemplate(ctx context.Context, schemaSQL, dataSQL string, opts Options)
 	}
 	t.seqs = seqs
 	t.free = append(t.free, slot)
-	t.idle = append(t.idle, c)
+	t.anchor = c
 	return t, nil
 }
 
@@ -310,21 +315,11 @@ func (t *pgTemplate) close() error {
 	t.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var c *pgconn.PgConn
-	if len(idle) > 0 {
-		c, idle = idle[0], idle[1:]
-	}
-	for _, ic := range idle {
-		ic.Close(ctx)
-	}
-	var err error
-	if c == nil {
-		c, err = t.connect(ctx)
-	}
-	if err == nil {
-		err = t.dropSlots(ctx, c)
+	for _, c := range idle {
 		c.Close(ctx)
 	}
+	err := t.dropSlots(ctx, t.anchor)
+	t.anchor.Close(ctx)
 	if err != nil {
 		return fmt.Errorf("sqldb: postgres: close template: %w", err)
 	}

@@ -324,3 +324,51 @@ func TestOracleAndTables(t *testing.T) {
 		}
 	})
 }
+
+func TestBadFixtureSQL(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		for _, c := range []struct{ schema, data, where string }{
+			{"CREATE TABLE t (a INTEGER", "", "schema.sql"},
+			{"CREATE TABLE t (a INTEGER);", "INSERT INTO nope VALUES (1);", "data.sql"},
+		} {
+			tpl, err := NewTemplate(ctx, c.schema, c.data, Options{DSN: dsn})
+			if err == nil {
+				tpl.Close()
+				t.Errorf("%q / %q: built", c.schema, c.data)
+				continue
+			}
+			if !strings.Contains(err.Error(), c.where) {
+				t.Errorf("error %q does not name %s", err, c.where)
+			}
+		}
+		if _, err := NewTemplate(ctx, "CREATE TABLE t (a INTEGER);", "", Options{DSN: "mysql://x"}); err == nil {
+			t.Error("unsupported DSN accepted")
+		}
+	})
+}
+
+// TestPostgresSequences: sequences are not transactional in PostgreSQL, so
+// each fork resets its slot's sequences to the template's state: every
+// fork's first insert gets the same id.
+func TestPostgresSequences(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	ctx := context.Background()
+	tpl, err := NewTemplate(ctx, "CREATE TABLE notes (id SERIAL PRIMARY KEY, body TEXT); CREATE SEQUENCE tickets START 100;",
+		"INSERT INTO notes (body) VALUES ('a'), ('b');", Options{DSN: dsn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tpl.Close()
+	for i := 0; i < 3; i++ {
+		db := fork(t, tpl)
+		res := query(t, db, "INSERT INTO notes (body) VALUES ('c') RETURNING id")
+		if res.Rows[0][0] != int64(3) || res.RowsAffected != 1 {
+			t.Errorf("fork %d: new id %v (affected %d), want 3", i, res.Rows[0][0], res.RowsAffected)
+		}
+		if got := scalar(t, db, "SELECT nextval('tickets')"); got != int64(100) {
+			t.Errorf("fork %d: nextval %v, want 100", i, got)
+		}
+		db.Close()
+	}
+}
