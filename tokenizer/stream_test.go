@@ -1,10 +1,14 @@
 package tokenizer
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/mcprl/mcprl/task"
 )
 
 // streamAll feeds ids one at a time and returns the chunks, Flush last.
@@ -127,5 +131,36 @@ func TestEncodeInvalidUTF8(t *testing.T) {
 	tok := qwen(t)
 	if got := tok.Decode(tok.Encode("a\xffb\xe6\x97")); got != "a\uFFFDb\uFFFD\uFFFD" {
 		t.Errorf("Decode(Encode(invalid)) = %q", got)
+	}
+}
+
+// TestConcurrentEncode: one Tokenizer and one Template serve several goroutines.
+func TestConcurrentEncode(t *testing.T) {
+	tok := qwen(t)
+	tp, err := tok.Template()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := parityCases(t)
+	errs := make(chan string, 4)
+	for g := 0; g < 4; g++ {
+		go func() {
+			for i := g; i < len(cases); i += 4 {
+				if got := tok.Encode(cases[i].Text); !slices.Equal(got, cases[i].IDs) {
+					errs <- fmt.Sprintf("case %d differs under concurrency", i+1)
+					return
+				}
+				if _, err := tp.Render([]task.Message{{Role: "user", Content: cases[i].Text}}, nil, true); err != nil {
+					errs <- err.Error()
+					return
+				}
+			}
+			errs <- ""
+		}()
+	}
+	for g := 0; g < 4; g++ {
+		if e := <-errs; e != "" {
+			t.Error(e)
+		}
 	}
 }
