@@ -9,7 +9,14 @@
 // on github.com/dlclark/regexp2 (it needs lookahead); NFC comes from
 // golang.org/x/text/unicode/norm. Added tokens (<|im_start|>, <tool_call>, ...)
 // are matched leftmost-longest in the raw text before normalisation and BPE,
-// as Hugging Face tokenizers does.
+// as Hugging Face tokenizers does. Text with a very long run of one character
+// class is merged with a heap instead of tiktoken-go's quadratic loop, with
+// identical results (longpiece.go).
+//
+// Chat templates (Template) render with github.com/ardanlabs/jinja, with
+// tojson replaced by a Python json.dumps emulation (pyjson.go). Reduce makes a
+// smaller vocabulary (bytes + first K merges + added tokens) that saves as an
+// ordinary tokenizer.json; Small is the embedded 2,048-id one.
 package tokenizer
 
 import (
