@@ -36,6 +36,12 @@ func sqliteEscapes(dir string) []escape {
 		{"pragma foreign_keys off", "PRAGMA foreign_keys = OFF", "is not allowed"},
 		{"pragma trusted_schema", "PRAGMA trusted_schema = ON", "is not allowed"},
 		{"pragma mmap_size", "pragma main.mmap_size=268435456", "is not allowed"},
+		{"pragma function read", "SELECT * FROM pragma_journal_mode", "PRAGMA journal_mode is not allowed"},
+		{"pragma function in a subquery", "SELECT (SELECT foreign_keys FROM pragma_foreign_keys)", "PRAGMA foreign_keys is not allowed"},
+		// Pragma functions cannot set values: SQLite itself rejects these.
+		{"pragma function setting journal_mode", "SELECT * FROM pragma_journal_mode('off')", "SQL error"},
+		{"pragma function setting writable_schema", "SELECT * FROM pragma_writable_schema(1)", "SQL error"},
+		{"pragma function temp_store_directory", "SELECT * FROM pragma_temp_store_directory('" + dir + "')", "SQL error"},
 		{"second statement", "SELECT 1; ATTACH ':memory:' AS x", "2 statements"},
 		{"second statement after comment", "SELECT 1 -- ;\n; VACUUM INTO '" + file + "'", "2 statements"},
 		{"virtual table", "CREATE VIRTUAL TABLE v USING fts5(body)", "virtual tables are not allowed"},
@@ -103,9 +109,16 @@ var pgEscapes = []escape{
 	{"other schema", "SELECT * FROM pg_catalog.pg_statistic", "permission denied"},
 }
 
+// isRefusal: a refusal containing want, or (want "SQL error") a SQL error.
 func isRefusal(err error, want string) bool {
 	var qe *QueryError
-	return errors.As(err, &qe) && qe.Kind == KindRefused && strings.Contains(qe.Error(), want)
+	if !errors.As(err, &qe) {
+		return false
+	}
+	if want == "SQL error" {
+		return qe.Kind == KindSQL
+	}
+	return qe.Kind == KindRefused && strings.Contains(qe.Error(), want)
 }
 
 func TestSQLiteConfinement(t *testing.T) {
