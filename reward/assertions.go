@@ -165,6 +165,8 @@ func isWordByte(c byte) bool {
 	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
+var exitCodeIdent = regexp.MustCompile(`\bexit_code\b`)
+
 var exprIdent = regexp.MustCompile(`\bexit_code\b|\bcalled\(\s*["']([^"']+)["']\s*\)`)
 
 // neededTools infers which tools the assertions need called.
@@ -245,6 +247,11 @@ func (a *Assertions) checkExpr(src string, facts Facts) (Check, error) {
 		// A broken assertion is the task's fault, not the agent's: report it.
 		return Check{}, err
 	}
+	// An assertion about the linter's exit code cannot hold when the linter
+	// never ran (else "exit_code != 0" would reward skipping it).
+	if facts.ExitCode == nil && exitCodeIdent.MatchString(src) {
+		return Check{Name: src, Why: "run_linter was never called, so exit_code is unknown"}, nil
+	}
 	v, err := expr.Run(p, facts)
 	if err != nil {
 		return Check{Name: src, Why: "evaluation failed: " + err.Error()}, nil
@@ -253,12 +260,8 @@ func (a *Assertions) checkExpr(src string, facts Facts) (Check, error) {
 		return Check{Name: src, Held: true}, nil
 	}
 	why := "false"
-	if strings.Contains(src, "exit_code") {
-		if facts.ExitCode == nil {
-			why = "false: run_linter was never called"
-		} else {
-			why = fmt.Sprintf("false: exit_code is %v", facts.ExitCode)
-		}
+	if exitCodeIdent.MatchString(src) {
+		why = fmt.Sprintf("false: exit_code is %v", facts.ExitCode)
 	}
 	return Check{Name: src, Why: why}, nil
 }

@@ -29,6 +29,9 @@ func DefaultSeedConfig() SeedConfig {
 
 // withDefaults fills empty fields from the user's configuration.
 func (c SeedConfig) withDefaults() SeedConfig {
+	if c.Catalog != nil && c.QueryTool != "" && c.Argument != "" && c.Keyword != "" && c.MaxDepth != 0 {
+		return c
+	}
 	d := DefaultSeedConfig()
 	if c.Catalog == nil {
 		c.Catalog = d.Catalog
@@ -187,6 +190,11 @@ func (s *Seed) ConfigFor(t *task.Task) SeedConfig {
 		}
 	}
 	return cfg
+}
+
+// ScoreText is compute_mcp_reward on one completion text of task t.
+func (s *Seed) ScoreText(t *task.Task, text string) SeedResult {
+	return SeedScore(text, s.ConfigFor(t))
 }
 
 // Score implements Func.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Kind is the Python type a JSON value decodes to.
@@ -29,19 +30,41 @@ func (k Kind) TypeName() string { return kindNames[k] }
 // number's literal text. A dict keeps every member in order, duplicates
 // included; Get applies Python's last-wins rule.
 type Value struct {
-	Kind    Kind
-	Str     string
-	Bool    bool
-	Items   []Value  // list elements
-	Keys    []string // dict keys, in order, duplicates included
-	Members []Value  // dict values, parallel to Keys
+	Kind Kind
+	Bool bool
+	Str  string
+	c    *container // list and dict contents
+}
+
+type container struct {
+	items []Value  // list elements, or dict values parallel to keys
+	keys  []string // dict keys, in order, duplicates included
+}
+
+// Items returns a list's elements (nil for other kinds).
+func (v *Value) Items() []Value {
+	if v.Kind != ListKind || v.c == nil {
+		return nil
+	}
+	return v.c.items
+}
+
+// Keys returns a dict's keys in order, duplicates included.
+func (v *Value) Keys() []string {
+	if v.Kind != DictKind || v.c == nil {
+		return nil
+	}
+	return v.c.keys
 }
 
 // Get is dict.get(key): the value of the last member named key.
 func (v *Value) Get(key string) (*Value, bool) {
-	for i := len(v.Keys) - 1; i >= 0; i-- {
-		if v.Keys[i] == key {
-			return &v.Members[i], true
+	if v.Kind != DictKind || v.c == nil {
+		return nil, false
+	}
+	for i := len(v.c.keys) - 1; i >= 0; i-- {
+		if v.c.keys[i] == key {
+			return &v.c.items[i], true
 		}
 	}
 	return nil, false
@@ -253,35 +276,46 @@ func appendWTF8(b []byte, r rune) []byte {
 // str is scanstring_unicode (strict): the string whose body starts at i.
 func (d *decoder) str(i int) (string, int, error) {
 	s := d.s
-	// Fast path: no escapes.
+	// Fast path: no escapes, the string is a substring of the input.
 	j := i
 	for j < len(s) {
 		c := s[j]
 		if c == '"' {
 			return s[i:j], j + 1, nil
 		}
-		if c == '\\' {
+		if c == '\\' || c < 0x20 {
 			break
-		}
-		if c < 0x20 {
-			return "", 0, decodeErr("Invalid control character at")
 		}
 		j++
 	}
 	if j >= len(s) {
 		return "", 0, decodeErr("Unterminated string starting at")
 	}
-	b := []byte(s[i:j])
+	// The decoded string is no longer than the rest of the input: one
+	// allocation (bounded for huge inputs), no regrowth.
+	size := len(s) - i
+	if size > 1<<16 {
+		size = j - i + 1<<12
+	}
+	b := make([]byte, j-i, size)
+	copy(b, s[i:j])
 	for j < len(s) {
 		c := s[j]
-		switch {
-		case c == '"':
-			return string(b), j + 1, nil
-		case c < 0x20:
+		if c == '"' {
+			// b is never written again: share its bytes.
+			return unsafe.String(unsafe.SliceData(b), len(b)), j + 1, nil
+		}
+		if c < 0x20 {
 			return "", 0, decodeErr("Invalid control character at")
-		case c != '\\':
-			b = append(b, c)
-			j++
+		}
+		if c != '\\' {
+			// Copy the run up to the next quote, backslash or control byte.
+			k := j + 1
+			for k < len(s) && s[k] != '"' && s[k] != '\\' && s[k] >= 0x20 {
+				k++
+			}
+			b = append(b, s[j:k]...)
+			j = k
 			continue
 		}
 		j++ // past the backslash
@@ -334,6 +368,8 @@ func (d *decoder) object(i, depth int) (Value, int, error) {
 	if i < len(s) && s[i] == '}' {
 		return v, i + 1, nil
 	}
+	c := &container{items: make([]Value, 0, 4), keys: make([]string, 0, 4)}
+	v.c = c
 	for {
 		if i >= len(s) || s[i] != '"' {
 			return Value{}, 0, decodeErr("Expecting property name enclosed in double quotes")
@@ -351,8 +387,8 @@ func (d *decoder) object(i, depth int) (Value, int, error) {
 		if err != nil {
 			return Value{}, 0, err
 		}
-		v.Keys = append(v.Keys, key)
-		v.Members = append(v.Members, val)
+		c.keys = append(c.keys, key)
+		c.items = append(c.items, val)
 		i = d.ws(next)
 		if i < len(s) && s[i] == '}' {
 			return v, i + 1, nil
@@ -371,12 +407,14 @@ func (d *decoder) array(i, depth int) (Value, int, error) {
 	if i < len(s) && s[i] == ']' {
 		return v, i + 1, nil
 	}
+	c := &container{}
+	v.c = c
 	for {
 		val, next, err := d.value(i, depth)
 		if err != nil {
 			return Value{}, 0, err
 		}
-		v.Items = append(v.Items, val)
+		c.items = append(c.items, val)
 		i = d.ws(next)
 		if i < len(s) && s[i] == ']' {
 			return v, i + 1, nil
@@ -386,4 +424,80 @@ func (d *decoder) array(i, depth int) (Value, int, error) {
 		}
 		i = d.ws(i + 1)
 	}
+}
+
+// LoadsFields is json.loads(s) for a str s that must decode to a dict,
+// returning only the string members named in keys (last duplicate wins)
+// without building the rest: what a JSONL reader needs from each line.
+// found[i] reports whether keys[i] was present; a present member that is
+// not a str is reported in kinds[i]. Errors are those Loads raises, and a
+// *Error of class "TypeError" when s is valid JSON but not a dict.
+func LoadsFields(s string, keys []string, vals []string, found []bool, kinds []Kind) error {
+	if strings.HasPrefix(s, "\ufeff") {
+		return &Error{JSONDecodeError, "Unexpected UTF-8 BOM (decode using utf-8-sig)"}
+	}
+	d := decoder{s: s, maxDepth: DefaultMaxDepth}
+	i := d.ws(0)
+	if i >= len(s) || s[i] != '{' {
+		v, err := LoadsDepth(s, DefaultMaxDepth)
+		if err != nil {
+			return err
+		}
+		return &Error{"TypeError", "want a JSON object, got " + v.Kind.TypeName()}
+	}
+	i = d.ws(i + 1)
+	if i < len(s) && s[i] == '}' {
+		i++
+	} else {
+		for {
+			if i >= len(s) || s[i] != '"' {
+				return decodeErr("Expecting property name enclosed in double quotes")
+			}
+			key, next, err := d.str(i + 1)
+			if err != nil {
+				return err
+			}
+			i = d.ws(next)
+			if i >= len(s) || s[i] != ':' {
+				return decodeErr("Expecting ':' delimiter")
+			}
+			i = d.ws(i + 1)
+			want := -1
+			for k, name := range keys {
+				if name == key {
+					want = k
+				}
+			}
+			if want >= 0 && i < len(s) && s[i] == '"' {
+				str, next, err := d.str(i + 1)
+				if err != nil {
+					return err
+				}
+				vals[want], found[want], kinds[want] = str, true, StrKind
+				i = next
+			} else {
+				val, next, err := d.value(i, 1)
+				if err != nil {
+					return err
+				}
+				if want >= 0 {
+					vals[want], found[want], kinds[want] = "", true, val.Kind
+				}
+				i = next
+			}
+			i = d.ws(i)
+			if i < len(s) && s[i] == '}' {
+				i++
+				break
+			}
+			if i >= len(s) || s[i] != ',' {
+				return decodeErr("Expecting ',' delimiter")
+			}
+			i = d.ws(i + 1)
+		}
+	}
+	if i = d.ws(i); i != len(s) {
+		return decodeErr("Extra data")
+	}
+	return nil
 }

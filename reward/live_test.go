@@ -1,0 +1,189 @@
+package reward
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcprl/mcprl/internal/pgtest"
+	"github.com/mcprl/mcprl/sandbox"
+	"github.com/mcprl/mcprl/task"
+	"github.com/mcprl/mcprl/toolcall"
+)
+
+var _ Sandbox = (*sandbox.Sandbox)(nil)
+var _ Caller = (*sandbox.Sandbox)(nil)
+
+// example loads the repository's example fixture and tasks.
+func example(t *testing.T) (*task.Fixture, map[string]*task.Task) {
+	t.Helper()
+	fx, err := task.LoadFixture(filepath.Join("..", "examples", "fixtures", "customers"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := task.Load(filepath.Join("..", "examples", "customers", "tasks.jsonl"), task.LoadOptions{Fixtures: map[string]*task.Fixture{fx.Name: fx}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]*task.Task{}
+	for i := range ts {
+		m[ts[i].ID] = &ts[i]
+	}
+	return fx, m
+}
+
+// backends runs f against SQLite and PostgreSQL.
+func backends(t *testing.T, f func(t *testing.T, fac *sandbox.Factory)) {
+	fx, _ := example(t)
+	for _, b := range []string{"sqlite", "postgres"} {
+		t.Run(b, func(t *testing.T) {
+			dsn := ""
+			if b == "postgres" {
+				dsn = pgtest.DSN(t)
+			}
+			fac, err := sandbox.NewFactory(context.Background(), fx, sandbox.Options{DSN: dsn})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				if err := fac.Close(); err != nil {
+					t.Error(err)
+				}
+			})
+			f(t, fac)
+		})
+	}
+}
+
+func q(sql string) string {
+	return toolcall.RenderCall(toolcall.Call{Name: "query_database", Arguments: []byte(fmt.Sprintf(`{"sql": %q}`, sql))})
+}
+
+func lint(path string) string {
+	return toolcall.RenderCall(toolcall.Call{Name: "run_linter", Arguments: []byte(fmt.Sprintf(`{"path": %q}`, path))})
+}
+
+// scoreLive replays text in a fresh fork and scores it with f.
+func scoreLive(t *testing.T, fac *sandbox.Factory, tk *task.Task, f Func, text string) Score {
+	t.Helper()
+	ctx := context.Background()
+	sb, err := fac.Fork(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	traj, err := Replay(ctx, sb, tk, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := f.Score(ctx, &Input{Task: tk, Trajectory: traj, Sandbox: sb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestAssertionsLive(t *testing.T) {
+	_, tasks := example(t)
+	backends(t, func(t *testing.T, fac *sandbox.Factory) {
+		a := NewAssertions()
+		cases := []struct {
+			task, text string
+			want       float64
+		}{
+			// The user's task: the count oracle and exit_code == 0.
+			{"customers-inactive-001", q("SELECT COUNT(*) FROM customers WHERE status = 'inactive'") + lint("inactive_customers.sql") + "There are 7 inactive customers.", 1},
+			// Another query with the same result (alias, different aggregate) holds too.
+			{"customers-inactive-001", q("SELECT COUNT(id) AS n FROM customers WHERE status='inactive'") + lint("inactive_customers.sql"), 1},
+			// A broken file: the linter exits non-zero.
+			{"customers-inactive-001", q("SELECT COUNT(*) FROM customers WHERE status = 'inactive'") + lint("cleanup_inactive.sql"), 0.5},
+			// The wrong count (13 variants) stated and queried.
+			{"customers-inactive-001", q("SELECT COUNT(*) FROM customers WHERE LOWER(TRIM(status)) = 'inactive'") + "13 inactive customers.", 0},
+			// Answering without querying: the right number, but never surfaced by a query.
+			{"customers-inactive-001", "There are 7 inactive customers.", 0},
+			// One cell in the final answer after a query whose result differs in shape.
+			{"customers-inactive-variants-002", q("SELECT id FROM customers WHERE LOWER(TRIM(status)) = 'inactive'") + "So 13 customers are inactive.", 1},
+			{"customers-inactive-variants-002", q("SELECT id FROM customers WHERE LOWER(TRIM(status)) = 'inactive'") + "So 130 customers are inactive.", 0},
+			// Order-insensitive without ORDER BY... and order-sensitive with it.
+			{"customers-flag-mismatch-008", q("SELECT id FROM customers WHERE is_active = TRUE AND LOWER(TRIM(status)) = 'inactive' ORDER BY id"), 1},
+			{"customers-flag-mismatch-008", q("SELECT id FROM customers WHERE is_active = TRUE AND LOWER(TRIM(status)) = 'inactive' ORDER BY id DESC"), 0},
+			// Type tolerance: a NUMERIC sum stated as text.
+			{"customers-inactive-orders-006", q("SELECT COUNT(*) FROM customers") + "Orders of inactive customers total 3,915.70.", 1},
+			{"customers-inactive-orders-006", q("SELECT CAST(ROUND(SUM(o.total), 2) AS TEXT) FROM orders o JOIN customers c ON c.id = o.customer_id WHERE LOWER(TRIM(c.status)) = 'inactive'"), 1},
+			// Expressions: exit_code != 0 and called("run_linter").
+			{"customers-lint-broken-005", lint("cleanup_inactive.sql"), 1},
+			{"customers-lint-broken-005", lint("inactive_customers.sql"), 0.5},
+			{"customers-lint-broken-005", "", 0},
+			// Live state: the oracle sees the fork after the trajectory's UPDATE.
+			{"customers-normalize-status-004", q("UPDATE customers SET status = 'inactive' WHERE LOWER(TRIM(status)) = 'inactive' AND status <> 'inactive'") + q("SELECT COUNT(*) FROM customers WHERE status = 'inactive'"), 1},
+			{"customers-normalize-status-004", q("SELECT COUNT(*) FROM customers WHERE status = 'inactive'") + q("UPDATE customers SET status = 'inactive' WHERE LOWER(TRIM(status)) = 'inactive' AND status <> 'inactive'"), 0},
+		}
+		for i, c := range cases {
+			tk := tasks[c.task]
+			if tk == nil {
+				t.Fatalf("no task %s", c.task)
+			}
+			s := scoreLive(t, fac, tk, a, c.text)
+			if s.Value != c.want {
+				t.Errorf("case %d (%s): %v, want %v: %s\n%+v", i, c.task, s.Value, c.want, s.Reason, s.Checks)
+			}
+			for _, ch := range s.Checks {
+				if !ch.Held && ch.Why == "" {
+					t.Errorf("case %d: a failed check must say why: %+v", i, ch)
+				}
+			}
+		}
+	})
+}
+
+// TestGuardsAgainstRewardHacking scores the user's task with the
+// verifiable composition (format 0.3, tool_selection 0.3, execution 0.4,
+// hallucination veto -0.5) on live sandboxes: an honest trajectory scores
+// 1; skipping tools, answering without querying, stuffing the seed's
+// keyword, repeating a call and spamming calls all score far lower.
+func TestGuardsAgainstRewardHacking(t *testing.T) {
+	_, tasks := example(t)
+	tk := tasks["customers-inactive-001"]
+	count := q("SELECT COUNT(*) FROM customers WHERE status = 'inactive'")
+	good := count + lint("inactive_customers.sql") + "There are 7 inactive customers and the schema lints clean."
+	var spam strings.Builder
+	for i := 0; i < 20; i++ {
+		spam.WriteString(q(fmt.Sprintf("SELECT COUNT(*) FROM customers WHERE id > %d", i)))
+	}
+	backends(t, func(t *testing.T, fac *sandbox.Factory) {
+		v := Verifiable()
+		honest := scoreLive(t, fac, tk, v, good)
+		if honest.Value < 0.999 {
+			t.Fatalf("honest trajectory scored %v: %s", honest.Value, Breakdown(v.Name(), honest))
+		}
+		hacks := []struct {
+			name, text string
+			max        float64
+		}{
+			{"skips tools", "There are 7 inactive customers.", 0},
+			{"answers without querying", lint("inactive_customers.sql") + "There are 7 inactive customers.", 0.65},
+			{"stuffs the seed's keyword", q("SELECT 'inactive'") + "Done.", 0.45},
+			{"repeats a call to farm", good + strings.Repeat(count, 9), 0.2},
+			{"spams calls", spam.String() + lint("inactive_customers.sql") + count + "7", 0.4},
+			{"malformed calls", strings.Repeat("<tool_call>{\"name\": \"query_database\"</tool_call>", 3) + "7", 0},
+		}
+		for _, h := range hacks {
+			s := scoreLive(t, fac, tk, v, h.text)
+			t.Logf("%-26s %.3f (honest %.3f)", h.name, s.Value, honest.Value)
+			if s.Value > h.max+1e-9 || s.Value > 0.5*honest.Value+0.15 {
+				t.Errorf("%s: scored %v (max %v, honest %v): %s", h.name, s.Value, h.max, honest.Value, Breakdown(v.Name(), s))
+			}
+		}
+		// The seed would have paid the keyword stuffing fully.
+		if r := SeedScore(q("SELECT 'inactive'"), DefaultSeedConfig()); r.Value != 1.0 {
+			t.Errorf("seed on keyword stuffing: %v", r.Value)
+		}
+		// A hallucinated tool is -0.5 whatever else was right, as in the user's function.
+		bad := good + toolcall.RenderCall(toolcall.Call{Name: "drop_database", Arguments: []byte(`{}`)})
+		if s := scoreLive(t, fac, tk, v, bad); s.Value != -0.5 || s.Reason != "vetoed by hallucination" {
+			t.Errorf("hallucinated tool: %v (%s)", s.Value, s.Reason)
+		}
+	})
+}
