@@ -130,13 +130,13 @@ END $$`).ReadAll()
 	if err != nil {
 		return fmt.Errorf("sqldb: postgres: create role %s (the DSN's user needs CREATEROLE, or create it NOLOGIN yourself): %w", PolicyRole, err)
 	}
-	var member bool
-	res, err := c.Exec(ctx, `SELECT pg_has_role(current_user, '`+PolicyRole+`', 'USAGE') AND pg_has_role(current_user, '`+PolicyRole+`', 'MEMBER')`).ReadAll()
-	if err == nil && len(res) == 1 && len(res[0].Rows) == 1 {
-		member = string(res[0].Rows[0][0]) == "t"
+	isMember := func() bool {
+		res, err := c.Exec(ctx, `SELECT pg_has_role(current_user, '`+PolicyRole+`', 'USAGE') AND pg_has_role(current_user, '`+PolicyRole+`', 'MEMBER')`).ReadAll()
+		return err == nil && len(res) == 1 && len(res[0].Rows) == 1 && string(res[0].Rows[0][0]) == "t"
 	}
-	if !member {
-		if _, err := c.Exec(ctx, "GRANT "+role+" TO CURRENT_USER").ReadAll(); err != nil {
+	if !isMember() {
+		// Another process may grant it at the same moment: recheck on error.
+		if _, err := c.Exec(ctx, "GRANT "+role+" TO CURRENT_USER").ReadAll(); err != nil && !isMember() {
 			return fmt.Errorf("sqldb: postgres: grant %s to the session user: %w", PolicyRole, err)
 		}
 	}
