@@ -196,13 +196,25 @@ func (f *Factory) listTools(ctx context.Context) ([]*mcp.Tool, error) {
 		if err != nil {
 			return nil, fmt.Errorf("sandbox: listing tools: %w", err)
 		}
+		if def, ok := f.builtin[t.Name]; ok {
+			// The client decodes schemas into maps, which sort keys; keep the
+			// built-in schemas in their wire order (type, properties,
+			// required, ...) for prompts and chat templates.
+			raw, err := json.Marshal(def.InputSchema)
+			if err != nil {
+				return nil, fmt.Errorf("sandbox: %s schema: %w", t.Name, err)
+			}
+			t.InputSchema = json.RawMessage(raw)
+		}
 		tools = append(tools, t)
 	}
 	return tools, nil
 }
 
 // Tools returns the catalog: every tool a sandbox of this factory serves, as
-// tools/list gives it (sorted by name). The slice is shared; do not modify it.
+// tools/list gives it (sorted by name). The built-in tools' InputSchema is a
+// json.RawMessage in wire key order; external tools' schemas are the maps the
+// SDK client decodes. The slice is shared; do not modify it.
 func (f *Factory) Tools() []*mcp.Tool { return f.tools }
 
 // Fixture returns the fixture the factory was made for.

@@ -135,6 +135,9 @@ func TestCatalog(t *testing.T) {
 	}
 	for _, tool := range tools {
 		schema, _ := json.Marshal(tool.InputSchema)
+		if !strings.HasPrefix(string(schema), `{"type":"object","properties":{`) {
+			t.Errorf("%s: schema not in wire order: %s", tool.Name, schema)
+		}
 		var s struct {
 			Type       string                       `json:"type"`
 			Properties map[string]map[string]string `json:"properties"`
@@ -431,5 +434,60 @@ func TestCloseTwiceAndAfterFactoryClose(t *testing.T) {
 	}
 	if _, err := f.Fork(context.Background()); err == nil {
 		t.Error("Fork after Close succeeded")
+	}
+}
+
+// TestExternalLinter: a linter command from sandbox.yaml runs in the
+// workspace and its exit code and findings come back through MCP.
+func TestExternalLinter(t *testing.T) {
+	fx := customersWith(t, `linters:
+  - pattern: "*.txt"
+    command: ["sh", "-c", "awk '/TODO/ { printf \"%s:%d: unresolved TODO\\n\", FILENAME, NR; bad = 1 } END { exit bad ? 2 : 0 }' \"$0\""]
+    timeout: 2s
+  - pattern: "slow.md"
+    command: ["sh", "-c", "sleep 10"]
+    timeout: 200ms
+`)
+	for name, content := range map[string]string{"notes.txt": "ok\nTODO: check NULL status\nfine\n", "clean.txt": "all good\n", "slow.md": "x"} {
+		if err := os.WriteFile(filepath.Join(fx.WorkspaceDir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := fork(t, newFactory(t, fx, Options{}))
+	var out struct {
+		ExitCode int  `json:"exit_code"`
+		TimedOut bool `json:"timed_out"`
+		Findings []struct {
+			Line int `json:"line"`
+		} `json:"findings"`
+	}
+	res := call(t, s, ToolRunLinter, `{"path": "notes.txt"}`)
+	structured(t, res, &out)
+	if res.IsError || out.ExitCode != 2 || len(out.Findings) != 1 || out.Findings[0].Line != 2 || !strings.Contains(ResultText(res), "notes.txt:2: unresolved TODO") {
+		t.Errorf("notes.txt: %+v\n%s", out, ResultText(res))
+	}
+	res = call(t, s, ToolRunLinter, `{"path": "clean.txt"}`)
+	out.Findings = nil
+	structured(t, res, &out)
+	if res.IsError || out.ExitCode != 0 || len(out.Findings) != 0 {
+		t.Errorf("clean.txt: %+v\n%s", out, ResultText(res))
+	}
+	res = call(t, s, ToolRunLinter, `{"path": "slow.md"}`)
+	structured(t, res, &out)
+	if !res.IsError || !out.TimedOut || out.ExitCode == 0 {
+		t.Errorf("slow.md: isError=%v %+v\n%s", res.IsError, out, ResultText(res))
+	}
+	waitNoChildren(t)
+}
+
+func TestNoWorkspace(t *testing.T) {
+	fx := customersWith(t, "")
+	if err := os.RemoveAll(fx.WorkspaceDir); err != nil {
+		t.Fatal(err)
+	}
+	fx.WorkspaceDir = ""
+	s := fork(t, newFactory(t, fx, Options{}))
+	if res := call(t, s, ToolRunLinter, `{"path": "x.sql"}`); !res.IsError || !strings.Contains(ResultText(res), "no workspace") {
+		t.Errorf("run_linter without a workspace: %q", ResultText(res))
 	}
 }
