@@ -87,7 +87,7 @@ func TestSQLiteNoLeak(t *testing.T) {
 	t.Setenv("TMPDIR", tmp)
 	baseG, baseFD := runtime.NumGoroutine(), openFDs(t)
 	schema, data := fixtureSQL(t)
-	tpl, err := NewTemplate(context.Background(), schema, data, Options{StatementTimeout: 50 * time.Millisecond})
+	tpl, err := NewTemplate(context.Background(), schema, data, Options{StatementTimeout: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestPostgresNoLeak(t *testing.T) {
 	}
 	baseG, baseFD := runtime.NumGoroutine(), openFDs(t)
 	schema, data := fixtureSQL(t)
-	tpl, err := NewTemplate(ctx, schema, data, Options{DSN: dsn, StatementTimeout: 100 * time.Millisecond})
+	tpl, err := NewTemplate(ctx, schema, data, Options{DSN: dsn, StatementTimeout: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
