@@ -26,7 +26,7 @@ func ExampleTokenizer_Encode() {
 }
 
 func ExampleTemplate_Render() {
-	tok, err := tokenizer.Load("testdata/qwen2.5")
+	tok, err := tokenizer.Small() // same chat template as testdata/qwen2.5, quicker to load
 	if err != nil {
 		log.Fatal(err)
 	}

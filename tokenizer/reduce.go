@@ -24,14 +24,15 @@ func (t *Tokenizer) Reduce(k int) (*Tokenizer, error) {
 	if k < 0 || k >= t.numMerge {
 		return nil, fmt.Errorf("tokenizer reduce: %d merges asked, want 0 <= k < %d", k, t.numMerge)
 	}
-	var tj struct {
-		AddedTokens []AddedToken    `json:"added_tokens"`
-		Model       json.RawMessage `json:"model"`
+	top, err := orderedObject(t.rawJSON)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer reduce: tokenizer.json: %w", err)
 	}
-	if err := json.Unmarshal(t.rawJSON, &tj); err != nil {
-		return nil, fmt.Errorf("tokenizer reduce: %w", err)
+	var tj struct{ AddedTokens []AddedToken }
+	if err := json.Unmarshal(top.get("added_tokens"), &tj.AddedTokens); err != nil {
+		return nil, fmt.Errorf("tokenizer reduce: added_tokens: %w", err)
 	}
-	model, err := orderedObject(tj.Model)
+	model, err := orderedObject(top.get("model"))
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer reduce: model: %w", err)
 	}
@@ -93,10 +94,6 @@ func (t *Tokenizer) Reduce(k int) (*Tokenizer, error) {
 		newAdded[i] = a
 	}
 
-	top, err := orderedObject(t.rawJSON)
-	if err != nil {
-		return nil, fmt.Errorf("tokenizer reduce: tokenizer.json: %w", err)
-	}
 	if pp := top.get("post_processor"); pp != nil && string(pp) != "null" {
 		if err := checkByteLevel(pp, "post_processor"); err != nil {
 			return nil, fmt.Errorf("tokenizer reduce: %w (token ids in it would need renumbering)", err)
