@@ -203,3 +203,30 @@ func TestPostgresSweepsStaleSlots(t *testing.T) {
 		t.Errorf("live template's slot: %v", got)
 	}
 }
+
+// TestPostgresIdleConnectionKilled: a pooled connection that the server
+// ended between forks is replaced transparently.
+func TestPostgresIdleConnectionKilled(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	ctx := context.Background()
+	tpl := newTemplate(t, dsn, Options{})
+	db := fork(t, tpl)
+	pid := db.fc.(*pgFork).c.PID()
+	db.Close()
+	admin, err := pgconn.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, fmt.Sprintf("SELECT pg_terminate_backend(%d)", pid)).ReadAll(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	db = fork(t, tpl)
+	if got := scalar(t, db, "SELECT COUNT(*) FROM orders"); got != int64(40) {
+		t.Errorf("after the idle connection was killed: %v", got)
+	}
+	if db.fc.(*pgFork).c.PID() == pid {
+		t.Error("the killed connection was reused")
+	}
+}

@@ -249,6 +249,7 @@ func (t *pgTemplate) fork(ctx context.Context) (forkConn, error) {
 		return nil, err
 	}
 	var err error
+	fromIdle := c != nil
 	if c == nil {
 		if c, err = t.connect(ctx); err != nil {
 			return fail(err)
@@ -277,7 +278,18 @@ func (t *pgTemplate) fork(ctx context.Context) (forkConn, error) {
 	// A fork may sit idle in its transaction while the policy generates.
 	b.WriteString("; SET LOCAL idle_in_transaction_session_timeout = 0")
 	b.WriteString("; SET LOCAL ROLE " + quoteIdent(PolicyRole))
-	if _, err := c.Exec(ctx, b.String()).ReadAll(); err != nil {
+	_, err = c.Exec(ctx, b.String()).ReadAll()
+	var pe *pgconn.PgError
+	if err != nil && fromIdle && ctx.Err() == nil && (c.IsClosed() || !errors.As(err, &pe) || pe.Severity == "FATAL") {
+		// The server ended the idle connection (restart, idle timeout):
+		// start over on a new one.
+		c.Close(context.Background())
+		if c, err = t.connect(ctx); err != nil {
+			return fail(err)
+		}
+		_, err = c.Exec(ctx, b.String()).ReadAll()
+	}
+	if err != nil {
 		return fail(fmt.Errorf("sqldb: postgres: begin fork: %w", err))
 	}
 	return &pgFork{t: t, c: c, slot: slot}, nil
