@@ -3,12 +3,14 @@ package lint
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // statement is one SQL statement of a file and the line it starts on.
 type statement struct {
 	Text string // without the terminating semicolon
 	Line int    // 1-based line of its first significant character
+	Col  int    // 1-based column (in characters) of that character
 	Off  int    // byte offset of that character in the file
 }
 
@@ -25,7 +27,9 @@ func splitSQL(src string) []statement {
 	words := 0
 	flush := func(end int) {
 		if start >= 0 {
-			out = append(out, statement{Text: strings.TrimSpace(src[start:end]), Line: startLine, Off: start})
+			lineStart := strings.LastIndexByte(src[:start], '\n') + 1
+			col := utf8.RuneCountInString(src[lineStart:start]) + 1
+			out = append(out, statement{Text: strings.TrimSpace(src[start:end]), Line: startLine, Col: col, Off: start})
 		}
 		start, lastWord, trigger, inBody, words = -1, "", false, false, 0
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/mcprl/mcprl/sandbox/sqldb"
@@ -103,7 +104,7 @@ func lintSQL(ctx context.Context, rel string, src []byte, dbs Databases) (*Resul
 			if createOther.MatchString(st.Text) && strings.Contains(strings.ToLower(err.Error()), "already exists") {
 				continue // the database has it already
 			}
-			add(st, err.Error())
+			res.Findings = append(res.Findings, errorFinding(st, err.Error()))
 		}
 	}
 
@@ -150,6 +151,33 @@ func lintSQL(ctx context.Context, rel string, src []byte, dbs Databases) (*Resul
 		res.ExitCode = 1
 	}
 	return res, nil
+}
+
+// pgPosition is PostgreSQL's "at character N" (1-based, in characters of
+// the statement) at the end of an error message.
+var pgPosition = regexp.MustCompile(` at character (\d+)$`)
+
+// errorFinding places a statement's error on its line, or on the exact
+// line and column when the database reports a position.
+func errorFinding(st statement, msg string) Finding {
+	m := pgPosition.FindStringSubmatchIndex(msg)
+	if m == nil {
+		return Finding{Line: st.Line, Message: msg}
+	}
+	pos, _ := strconv.Atoi(msg[m[2]:m[3]])
+	runes := []rune(st.Text)
+	if pos < 1 || pos > len(runes)+1 {
+		return Finding{Line: st.Line, Message: msg}
+	}
+	before := string(runes[:pos-1])
+	line := st.Line + strings.Count(before, "\n")
+	col := pos
+	if i := strings.LastIndexByte(before, '\n'); i >= 0 {
+		col = len([]rune(before[i+1:])) + 1
+	} else if st.Col > 0 {
+		col += st.Col - 1
+	}
+	return Finding{Line: line, Column: col, Message: msg[:m[0]]}
 }
 
 func isQueryError(err error) bool {
