@@ -139,6 +139,12 @@ func TestSQLiteConfinement(t *testing.T) {
 	if _, err := db.Query(context.Background(), "INSERT INTO orders (id, customer_id, total, placed_at) VALUES (500, 1, 1, '2025-01-01')"); !isRefusal(err, "load_extension") {
 		t.Errorf("trigger firing load_extension: got %v", err)
 	}
+	// Defence in depth: even past the lexical check, the engine refuses
+	// VACUUM INTO (it attaches its target, which the authorizer denies).
+	out := filepath.Join(dir, "vacuum.db")
+	if _, err := db.fc.(*sqliteFork).run(context.Background(), "VACUUM INTO '"+out+"'", db.lim); !isRefusal(err, "ATTACH is not allowed") {
+		t.Errorf("VACUUM INTO past the lexer: %v", err)
+	}
 	// Values are bounded: no gigabyte allocations.
 	var qe *QueryError
 	if _, err := db.Query(context.Background(), "SELECT length(zeroblob(1000000000))"); !errors.As(err, &qe) || qe.Kind != KindSQL || !strings.Contains(err.Error(), "too big") {
