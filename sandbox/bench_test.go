@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/mcprl/mcprl/internal/pgtest"
 )
 
 // BenchmarkToolsCall measures an in-process tools/call round trip of
@@ -14,10 +16,15 @@ import (
 // (*sqldb.DB).Query, alternating them in one run; it also runs the round
 // trip over the SDK's own in-memory transport (net.Pipe). It reports the
 // medians and the ratio of the sandbox's round trip to the direct query.
-func BenchmarkToolsCall(b *testing.B) {
+func BenchmarkToolsCall(b *testing.B) { benchToolsCall(b, "") }
+
+// BenchmarkToolsCallPostgres is BenchmarkToolsCall on PostgreSQL.
+func BenchmarkToolsCallPostgres(b *testing.B) { benchToolsCall(b, pgtest.DSN(b)) }
+
+func benchToolsCall(b *testing.B, dsn string) {
 	fx := loadCustomers(b)
-	s := fork(b, newFactory(b, fx, Options{}))
-	sp := fork(b, newFactory(b, fx, Options{SDKPipe: true}))
+	s := fork(b, newFactory(b, fx, Options{DSN: dsn}))
+	sp := fork(b, newFactory(b, fx, Options{DSN: dsn, SDKPipe: true}))
 	ctx := context.Background()
 	const sql = "SELECT COUNT(*) FROM customers WHERE status = 'inactive'"
 	args := json.RawMessage(`{"sql": "` + sql + `"}`)
