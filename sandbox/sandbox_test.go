@@ -284,11 +284,8 @@ func TestRunLinter(t *testing.T) {
 			{"inactive_customers.sql", 0, nil},
 			{"report.json", 0, nil},
 			{"pipeline.yaml", 0, nil},
-			{"cleanup_inactive.sql", 1, []int{3, 7, 9}},
+			{"cleanup_inactive.sql", 1, []int{5, 7, 9}},
 		} {
-			if dsn != "" && c.path == "cleanup_inactive.sql" {
-				c.lines = []int{5, 7, 9} // PostgreSQL reports the column's own line
-			}
 			res := call(t, s, ToolRunLinter, fmt.Sprintf(`{"path": %q}`, c.path))
 			var out lintOut
 			structured(t, res, &out)

@@ -137,7 +137,7 @@ func TestSandboxServeInspector(t *testing.T) {
 			if c.clean && (code != 0 || !strings.Contains(text, "exit code 0")) {
 				t.Errorf("run_linter %s: exit code %v, want 0:\n%s", c.path, code, text)
 			}
-			if !c.clean && (code == 0 || !strings.Contains(text, c.path+":3:")) {
+			if !c.clean && (code == 0 || !strings.Contains(text, c.path+":5:7:")) {
 				t.Errorf("run_linter %s: exit code %v, want non-zero with findings:\n%s", c.path, code, text)
 			}
 		}

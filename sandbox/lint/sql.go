@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mcprl/mcprl/sandbox/sqldb"
 )
@@ -162,7 +163,7 @@ var pgPosition = regexp.MustCompile(` at character (\d+)$`)
 func errorFinding(st statement, msg string) Finding {
 	m := pgPosition.FindStringSubmatchIndex(msg)
 	if m == nil {
-		return Finding{Line: st.Line, Message: msg}
+		return sqliteFinding(st, msg)
 	}
 	pos, _ := strconv.Atoi(msg[m[2]:m[3]])
 	runes := []rune(st.Text)
@@ -178,6 +179,33 @@ func errorFinding(st statement, msg string) Finding {
 		col += st.Col - 1
 	}
 	return Finding{Line: line, Column: col, Message: msg[:m[0]]}
+}
+
+// sqliteMissing is SQLite's error for an unknown column or table.
+var sqliteMissing = regexp.MustCompile(`no such (?:column|table): ([\w.]+)$`)
+
+// sqliteFinding places SQLite's "no such column/table: X" on the line and
+// column of X when X occurs exactly once in the statement (SQLite reports
+// no position); otherwise on the statement's first line.
+func sqliteFinding(st statement, msg string) Finding {
+	f := Finding{Line: st.Line, Message: msg}
+	m := sqliteMissing.FindStringSubmatch(msg)
+	if m == nil {
+		return f
+	}
+	re := regexp.MustCompile(`(?i)(?:^|[^\w.])(` + regexp.QuoteMeta(m[1]) + `)(?:$|[^\w])`)
+	locs := re.FindAllStringSubmatchIndex(st.Text, -1)
+	if len(locs) != 1 {
+		return f
+	}
+	before := st.Text[:locs[0][2]]
+	f.Line = st.Line + strings.Count(before, "\n")
+	if i := strings.LastIndexByte(before, '\n'); i >= 0 {
+		f.Column = utf8.RuneCountInString(before[i+1:]) + 1
+	} else {
+		f.Column = st.Col + utf8.RuneCountInString(before)
+	}
+	return f
 }
 
 func isQueryError(err error) bool {

@@ -102,7 +102,7 @@ func testSQL(t *testing.T, dsn string) {
 	type want struct {
 		line     int
 		contains string
-		pgLine   int // PostgreSQL reports the error's position: a later line
+		col      int // 0: no column expected
 	}
 	cases := []struct {
 		path  string
@@ -112,7 +112,7 @@ func testSQL(t *testing.T, dsn string) {
 		{"inactive_customers.sql", 0, nil},
 		{"schema_copy.sql", 0, nil},
 		{"comments.sql", 0, nil},
-		{"cleanup_inactive.sql", 1, []want{{3, "customer_status", 5}, {7, "customer", 0}, {9, "", 0}}},
+		{"cleanup_inactive.sql", 1, []want{{5, "customer_status", 7}, {7, "customer", 8}, {9, "", 0}}},
 		{"drift.sql", 1, []want{
 			{1, "customers.last_login_at exists in the live database but not in this file", 0},
 			{5, "customers.status has type", 0},
@@ -133,11 +133,8 @@ func testSQL(t *testing.T, dsn string) {
 		}
 		for i, w := range c.wants {
 			f := res.Findings[i]
-			if dsn != "" && w.pgLine > 0 {
-				w.line = w.pgLine
-			}
-			if f.Line != w.line || !strings.Contains(f.Message, w.contains) {
-				t.Errorf("%s: finding %d = %+v, want line %d containing %q", c.path, i, f, w.line, w.contains)
+			if f.Line != w.line || !strings.Contains(f.Message, w.contains) || (w.col > 0 && f.Column != w.col) {
+				t.Errorf("%s: finding %d = %+v, want line %d column %d containing %q", c.path, i, f, w.line, w.col, w.contains)
 			}
 		}
 	}
