@@ -97,7 +97,7 @@ func SeedScore(text string, cfg SeedConfig) SeedResult {
 	if depth == 0 {
 		depth = pycompat.DefaultMaxDepth
 	}
-	obj, err := pycompat.LoadsDepth(raw, depth)
+	obj, err := pycompat.LoadsCall(raw, cfg.Argument, depth)
 	if err != nil {
 		r := SeedResult{Value: 0.1, Stage: StageBadJSON}
 		if pe, ok := err.(*pycompat.Error); ok && pe.Class != pycompat.JSONDecodeError {
@@ -110,11 +110,10 @@ func SeedScore(text string, cfg SeedConfig) SeedResult {
 	if obj.Kind != pycompat.DictKind {
 		return SeedResult{Value: 0.1, Stage: StageBadJSON, PythonError: attrError(obj.Kind, "get")}
 	}
-	name, _ := obj.Get("name")
 	known := false
-	if name != nil && name.Kind == pycompat.StrKind {
+	if obj.Name.Present && obj.Name.Kind == pycompat.StrKind {
 		for _, c := range cfg.Catalog {
-			if name.Str == c {
+			if obj.Name.Str == c {
 				known = true
 				break
 			}
@@ -124,24 +123,22 @@ func SeedScore(text string, cfg SeedConfig) SeedResult {
 		return SeedResult{Value: -0.5, Stage: StageUnknownTool}
 	}
 	score += 0.3
-	if name.Str != cfg.QueryTool {
+	if obj.Name.Str != cfg.QueryTool {
 		return SeedResult{Value: score, Stage: StageKnownTool}
 	}
-	args, ok := obj.Get("arguments")
-	if !ok {
-		return SeedResult{Value: score, Stage: StageKnownTool} // {} .get("sql", "") is ""
+	if !obj.Args.Present {
+		return SeedResult{Value: score, Stage: StageKnownTool} // {}.get("sql", "") is ""
 	}
-	if args.Kind != pycompat.DictKind {
-		return SeedResult{Value: score, Stage: StageKnownTool, PythonError: attrError(args.Kind, "get")}
+	if obj.Args.Kind != pycompat.DictKind {
+		return SeedResult{Value: score, Stage: StageKnownTool, PythonError: attrError(obj.Args.Kind, "get")}
 	}
-	sql, ok := args.Get(cfg.Argument)
-	if !ok {
+	if !obj.Arg.Present {
 		return SeedResult{Value: score, Stage: StageKnownTool}
 	}
-	if sql.Kind != pycompat.StrKind {
-		return SeedResult{Value: score, Stage: StageKnownTool, PythonError: attrError(sql.Kind, "lower")}
+	if obj.Arg.Kind != pycompat.StrKind {
+		return SeedResult{Value: score, Stage: StageKnownTool, PythonError: attrError(obj.Arg.Kind, "lower")}
 	}
-	if strings.Contains(pycompat.Lower(sql.Str), cfg.Keyword) {
+	if strings.Contains(pycompat.Lower(obj.Arg.Str), cfg.Keyword) {
 		score += 0.4
 		return SeedResult{Value: score, Stage: StageKeyword}
 	}

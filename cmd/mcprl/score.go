@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -12,8 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/spf13/cobra"
 
@@ -108,35 +109,16 @@ type completionLine struct {
 	err        error
 }
 
-// splitLines returns the non-blank lines of data with their line numbers.
-func splitLines(data string) (lines []string, numbers []int) {
-	n := 1
-	for len(data) > 0 {
-		i := strings.IndexByte(data, '\n')
-		var l string
-		if i < 0 {
-			l, data = data, ""
-		} else {
-			l, data = data[:i], data[i+1:]
-		}
-		if len(strings.TrimSpace(l)) > 0 {
-			lines = append(lines, l)
-			numbers = append(numbers, n)
-		}
-		n++
-	}
-	return lines, numbers
-}
-
 // parseCompletion decodes one line as Python's json.loads would (so that
 // a completion holding a lone surrogate escape reads the same as for the
-// Python reward function).
-func parseCompletion(raw string, line int) completionLine {
+// Python reward function). The strings share dec's scratch memory: they
+// are valid until dec decodes the next line.
+func parseCompletion(dec *pycompat.Decoder, raw string, line int) completionLine {
 	c := completionLine{line: line}
 	var vals [2]string
 	var found [2]bool
 	var kinds [2]pycompat.Kind
-	if err := pycompat.LoadsFields(strings.TrimSuffix(raw, "\r"), completionKeys, vals[:], found[:], kinds[:]); err != nil {
+	if err := dec.Fields(strings.TrimSuffix(raw, "\r"), completionKeys, vals[:], found[:], kinds[:]); err != nil {
 		if e, ok := err.(*pycompat.Error); ok && e.Class == "TypeError" {
 			c.err = errors.New(e.Msg)
 		} else {
@@ -243,82 +225,204 @@ func runScore(ctx context.Context, o scoreOptions, stdout, stderr io.Writer) err
 		s.live = newLiveRunner(fixtures, o.dsn)
 		defer s.live.Close()
 	}
-	var data []byte
+	var in io.Reader
+	name := o.completions
 	if o.completions == "-" {
-		data, err = io.ReadAll(os.Stdin)
+		in, name = os.Stdin, "stdin"
 	} else {
-		data, err = os.ReadFile(o.completions)
+		f, err := os.Open(o.completions)
+		if err != nil {
+			return fmt.Errorf("read completions: %w", err)
+		}
+		defer f.Close()
+		in = f
 	}
-	if err != nil {
-		return fmt.Errorf("read completions: %w", err)
-	}
-	lines, numbers := splitLines(string(data))
-	out := make([][]byte, len(lines))
 	workers := o.workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	block := 256
+	// Lines go to workers in chunks (one line each when tool calls run, so
+	// slow completions spread over the workers) and come back in order.
+	maxLines := 4096
 	if s.live != nil {
-		block = 1
+		maxLines = 1
 	}
-	var next atomic.Int64
+	return scoreStream(ctx, in, name, stdout, stderr, workers, maxLines, s)
+}
+
+// chunk is a run of whole lines of the input and, once scored, its output.
+type chunk struct {
+	seq        int
+	data       []byte // input lines
+	firstLine  int    // line number of the chunk's first line
+	firstIndex int    // index of its first non-blank line
+	out        []byte // output lines
+	errs       []string
+	err        error
+}
+
+// scoreStream reads JSONL from in, scores it on workers goroutines and
+// writes the results to out in input order, reporting bad lines to errw.
+func scoreStream(ctx context.Context, in io.Reader, name string, out, errw io.Writer, workers, maxLines int, s *scorer) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	todo := make(chan *chunk, 2*workers)
+	done := make(chan *chunk, 2*workers)
+	pool := sync.Pool{New: func() any {
+		return &chunk{data: make([]byte, 0, chunkSize+chunkSize/4), out: make([]byte, 0, chunkSize/2)}
+	}}
+	readErr := make(chan error, 1)
+	go func() { readErr <- readChunks(ctx, in, maxLines, todo, &pool) }()
 	var wg sync.WaitGroup
-	var bad atomic.Int64
-	var firstErr error
-	var errMu sync.Mutex
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var buf []byte
-			for {
-				start := int(next.Add(int64(block))) - block
-				if start >= len(lines) || ctx.Err() != nil {
-					return
-				}
-				end := min(start+block, len(lines))
-				for i := start; i < end; i++ {
-					c := parseCompletion(lines[i], numbers[i])
-					buf = buf[:0]
-					var err error
-					buf, err = s.score(ctx, buf, i, c)
-					if err != nil {
-						errMu.Lock()
-						if firstErr == nil {
-							firstErr = err
-						}
-						errMu.Unlock()
-						return
-					}
-					if c.err != nil {
-						bad.Add(1)
-					}
-					out[i] = append([]byte(nil), buf...)
-				}
+			var dec pycompat.Decoder
+			for c := range todo {
+				s.scoreChunk(ctx, &dec, c)
+				done <- c
 			}
 		}()
 	}
-	wg.Wait()
+	go func() { wg.Wait(); close(done) }()
+	pending := map[int]*chunk{}
+	next, bad, total := 0, 0, 0
+	var firstErr error
+	for c := range done {
+		pending[c.seq] = c
+		for {
+			c, ok := pending[next]
+			if !ok {
+				break
+			}
+			delete(pending, next)
+			next++
+			if c.err != nil && firstErr == nil {
+				firstErr = c.err
+				cancel()
+			}
+			if firstErr == nil {
+				if _, err := out.Write(c.out); err != nil {
+					firstErr = err
+					cancel()
+				}
+				for _, e := range c.errs {
+					fmt.Fprintf(errw, "%s:%s\n", name, e)
+				}
+				bad += len(c.errs)
+				total += bytes.Count(c.out, []byte{'\n'})
+			}
+			pool.Put(c)
+		}
+	}
+	if err := <-readErr; err != nil && firstErr == nil {
+		firstErr = err
+	}
 	if firstErr != nil {
 		return firstErr
 	}
-	if err := ctx.Err(); err != nil {
-		return err
+	if bad > 0 {
+		fmt.Fprintf(errw, "mcprl score: %d of %d lines could not be scored (written with \"error\")\n", bad, total)
 	}
-	name := o.completions
-	for i, l := range out {
-		if _, err := stdout.Write(l); err != nil {
-			return err
+	return ctx.Err()
+}
+
+// chunkSize is about how much input one chunk holds.
+const chunkSize = 1 << 20
+
+// readChunks cuts the input into chunks of whole lines (at most maxLines
+// non-blank lines, about 1 MiB) and sends them to todo, then closes it.
+func readChunks(ctx context.Context, in io.Reader, maxLines int, todo chan<- *chunk, pool *sync.Pool) error {
+	defer close(todo)
+	const size = chunkSize
+	br := bufio.NewReaderSize(in, size)
+	seq, line, index := 0, 1, 0
+	var c *chunk
+	lines, nonBlank := 0, 0
+	send := func() bool {
+		select {
+		case todo <- c:
+		case <-ctx.Done():
+			return false
 		}
-		if e := lineError(l); e != "" {
-			fmt.Fprintf(stderr, "%s:%d: %s\n", name, numbers[i], e)
+		seq++
+		line += lines
+		index += nonBlank
+		c, lines, nonBlank = nil, 0, 0
+		return true
+	}
+	for {
+		if c == nil {
+			c = pool.Get().(*chunk)
+			c.seq, c.firstLine, c.firstIndex = seq, line, index
+			c.data, c.out, c.errs, c.err = c.data[:0], c.out[:0], c.errs[:0], nil
+		}
+		start := len(c.data)
+		l, err := br.ReadSlice('\n')
+		for err == bufio.ErrBufferFull { // a line longer than the buffer
+			c.data = append(c.data, l...)
+			l, err = br.ReadSlice('\n')
+		}
+		c.data = append(c.data, l...)
+		if len(c.data) > start {
+			lines++
+			if len(bytes.TrimSpace(c.data[start:])) > 0 {
+				nonBlank++
+			}
+		}
+		if err == io.EOF {
+			if lines > 0 {
+				send()
+			}
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read completions: %w", err)
+		}
+		if nonBlank >= maxLines || len(c.data) >= size {
+			if !send() {
+				return nil
+			}
 		}
 	}
-	if n := bad.Load(); n > 0 {
-		fmt.Fprintf(stderr, "mcprl score: %d of %d lines could not be scored (written with \"error\")\n", n, len(lines))
+}
+
+// scoreChunk scores every line of c into c.out.
+func (s *scorer) scoreChunk(ctx context.Context, dec *pycompat.Decoder, c *chunk) {
+	data := c.data
+	line, index := c.firstLine, c.firstIndex
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		var l []byte
+		if i < 0 {
+			l, data = data, nil
+		} else {
+			l, data = data[:i], data[i+1:]
+		}
+		if len(bytes.TrimSpace(l)) > 0 {
+			cl := parseCompletion(dec, unsafe.String(unsafe.SliceData(l), len(l)), line)
+			var err error
+			start := len(c.out)
+			c.out, err = s.score(ctx, c.out, index, cl)
+			if err != nil {
+				c.err = err
+				return
+			}
+			if isErrorLine(c.out[start:]) {
+				c.errs = append(c.errs, fmt.Sprintf("%d: %s", line, lineError(c.out[start:])))
+			}
+			index++
+		}
+		line++
 	}
-	return nil
+}
+
+// isErrorLine reports whether an output line is an error line: after
+// {"index":N those go on with "line", scored lines with "task_id".
+func isErrorLine(l []byte) bool {
+	i := bytes.IndexByte(l, ',')
+	return i >= 0 && bytes.HasPrefix(l[i:], []byte(`,"line":`))
 }
 
 // lineError extracts the "error" of an output line written by errorLine.

@@ -122,6 +122,9 @@ func LoadsDepth(s string, maxDepth int) (Value, error) {
 type decoder struct {
 	s        string
 	maxDepth int
+	// scratch, when set, receives decoded strings that need escapes
+	// processed, instead of a fresh allocation each.
+	scratch *[]byte
 }
 
 func (d *decoder) ws(i int) int {
@@ -297,12 +300,24 @@ func (d *decoder) str(i int) (string, int, error) {
 	if size > 1<<16 {
 		size = j - i + 1<<12
 	}
-	b := make([]byte, j-i, size)
-	copy(b, s[i:j])
+	var b []byte
+	fromScratch := d.scratch != nil && cap(*d.scratch)-len(*d.scratch) >= size
+	if fromScratch {
+		sc := *d.scratch
+		b = sc[len(sc):len(sc)]
+	} else {
+		b = make([]byte, 0, size)
+	}
+	b = append(b, s[i:j]...)
 	for j < len(s) {
 		c := s[j]
 		if c == '"' {
-			// b is never written again: share its bytes.
+			if fromScratch {
+				if sc := *d.scratch; len(b) > 0 && unsafe.SliceData(b) == unsafe.SliceData(sc[len(sc):cap(sc)]) {
+					*d.scratch = sc[:len(sc)+len(b)] // the bytes are taken
+				}
+			}
+			// b is not written again until the scratch is reset: share its bytes.
 			return unsafe.String(unsafe.SliceData(b), len(b)), j + 1, nil
 		}
 		if c < 0x20 {
@@ -433,10 +448,30 @@ func (d *decoder) array(i, depth int) (Value, int, error) {
 // not a str is reported in kinds[i]. Errors are those Loads raises, and a
 // *Error of class "TypeError" when s is valid JSON but not a dict.
 func LoadsFields(s string, keys []string, vals []string, found []bool, kinds []Kind) error {
+	return loadsFields(decoder{s: s, maxDepth: DefaultMaxDepth}, keys, vals, found, kinds)
+}
+
+// Decoder keeps a scratch buffer across calls so that decoding a stream
+// of lines allocates nothing per line.
+type Decoder struct {
+	scratch []byte
+}
+
+// Fields is LoadsFields, except that the strings it returns share the
+// Decoder's scratch memory: they are valid until the next call.
+func (dec *Decoder) Fields(s string, keys []string, vals []string, found []bool, kinds []Kind) error {
+	if cap(dec.scratch) < len(s) {
+		dec.scratch = make([]byte, 0, 2*len(s))
+	}
+	dec.scratch = dec.scratch[:0]
+	return loadsFields(decoder{s: s, maxDepth: DefaultMaxDepth, scratch: &dec.scratch}, keys, vals, found, kinds)
+}
+
+func loadsFields(d decoder, keys []string, vals []string, found []bool, kinds []Kind) error {
+	s := d.s
 	if strings.HasPrefix(s, "\ufeff") {
 		return &Error{JSONDecodeError, "Unexpected UTF-8 BOM (decode using utf-8-sig)"}
 	}
-	d := decoder{s: s, maxDepth: DefaultMaxDepth}
 	i := d.ws(0)
 	if i >= len(s) || s[i] != '{' {
 		v, err := LoadsDepth(s, DefaultMaxDepth)
@@ -476,12 +511,12 @@ func LoadsFields(s string, keys []string, vals []string, found []bool, kinds []K
 				vals[want], found[want], kinds[want] = str, true, StrKind
 				i = next
 			} else {
-				val, next, err := d.value(i, 1)
+				next, kind, err := d.skip(i, 1)
 				if err != nil {
 					return err
 				}
 				if want >= 0 {
-					vals[want], found[want], kinds[want] = "", true, val.Kind
+					vals[want], found[want], kinds[want] = "", true, kind
 				}
 				i = next
 			}
@@ -500,4 +535,214 @@ func LoadsFields(s string, keys []string, vals []string, found []bool, kinds []K
 		return decodeErr("Extra data")
 	}
 	return nil
+}
+
+// skip validates the value at i as value would, without building it (no
+// allocation), and returns where it ends and its kind.
+func (d *decoder) skip(i, depth int) (int, Kind, error) {
+	s := d.s
+	if i >= len(s) {
+		return 0, 0, decodeErr("Expecting value")
+	}
+	switch c := s[i]; c {
+	case '"':
+		end, err := d.skipStr(i + 1)
+		return end, StrKind, err
+	case '{', '[':
+		if depth >= d.maxDepth {
+			what := "object"
+			if c == '[' {
+				what = "array"
+			}
+			return 0, 0, &Error{RecursionError, "maximum recursion depth exceeded while decoding a JSON " + what + " from a unicode string"}
+		}
+		if c == '{' {
+			end, err := d.skipObject(i+1, depth+1)
+			return end, DictKind, err
+		}
+		end, err := d.skipArray(i+1, depth+1)
+		return end, ListKind, err
+	}
+	v, end, err := d.value(i, depth) // scalars: no allocation
+	return end, v.Kind, err
+}
+
+// skipStr validates a string body starting at i as str would.
+func (d *decoder) skipStr(i int) (int, error) {
+	s := d.s
+	for j := i; j < len(s); {
+		c := s[j]
+		switch {
+		case c == '"':
+			return j + 1, nil
+		case c < 0x20:
+			return 0, decodeErr("Invalid control character at")
+		case c != '\\':
+			j++
+			continue
+		}
+		j++
+		if j >= len(s) {
+			break
+		}
+		esc := s[j]
+		j++
+		switch esc {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		case 'u':
+			if _, ok := d.hex4(j); !ok {
+				return 0, decodeErr("Invalid \\uXXXX escape")
+			}
+			j += 4
+		default:
+			return 0, decodeErr("Invalid \\escape")
+		}
+	}
+	return 0, decodeErr("Unterminated string starting at")
+}
+
+// members walks an object's members from just past its '{', calling
+// member with the index of each value; member returns where the value ends.
+func (d *decoder) members(i int, member func(key string, at int) (int, error)) (int, error) {
+	s := d.s
+	i = d.ws(i)
+	if i < len(s) && s[i] == '}' {
+		return i + 1, nil
+	}
+	for {
+		if i >= len(s) || s[i] != '"' {
+			return 0, decodeErr("Expecting property name enclosed in double quotes")
+		}
+		key, next, err := d.str(i + 1)
+		if err != nil {
+			return 0, err
+		}
+		i = d.ws(next)
+		if i >= len(s) || s[i] != ':' {
+			return 0, decodeErr("Expecting ':' delimiter")
+		}
+		end, err := member(key, d.ws(i+1))
+		if err != nil {
+			return 0, err
+		}
+		i = d.ws(end)
+		if i < len(s) && s[i] == '}' {
+			return i + 1, nil
+		}
+		if i >= len(s) || s[i] != ',' {
+			return 0, decodeErr("Expecting ',' delimiter")
+		}
+		i = d.ws(i + 1)
+	}
+}
+
+func (d *decoder) skipObject(i, depth int) (int, error) {
+	return d.members(i, func(_ string, at int) (int, error) {
+		end, _, err := d.skip(at, depth)
+		return end, err
+	})
+}
+
+func (d *decoder) skipArray(i, depth int) (int, error) {
+	s := d.s
+	i = d.ws(i)
+	if i < len(s) && s[i] == ']' {
+		return i + 1, nil
+	}
+	for {
+		end, _, err := d.skip(i, depth)
+		if err != nil {
+			return 0, err
+		}
+		i = d.ws(end)
+		if i < len(s) && s[i] == ']' {
+			return i + 1, nil
+		}
+		if i >= len(s) || s[i] != ',' {
+			return 0, decodeErr("Expecting ',' delimiter")
+		}
+		i = d.ws(i + 1)
+	}
+}
+
+// Field is one member read out of a dict: whether it was present, its
+// kind, and its text when it is a str.
+type Field struct {
+	Present bool
+	Kind    Kind
+	Str     string
+}
+
+// CallView is what a tool-call reader takes from json.loads(text): the
+// top-level kind and, when it is a dict, its "name" and "arguments"
+// members (the last of duplicates, as dict.get gives) and, when that
+// "arguments" is a dict, its member named by the argument key.
+type CallView struct {
+	Kind Kind
+	Name Field
+	Args Field
+	Arg  Field
+}
+
+// LoadsCall is json.loads(s) reduced to a CallView: it accepts and rejects
+// exactly what LoadsDepth does, with the same exception, but builds only
+// the members it returns.
+func LoadsCall(s, argKey string, maxDepth int) (CallView, error) {
+	var v CallView
+	if strings.HasPrefix(s, "\ufeff") {
+		return v, &Error{JSONDecodeError, "Unexpected UTF-8 BOM (decode using utf-8-sig)"}
+	}
+	d := decoder{s: s, maxDepth: maxDepth}
+	i := d.ws(0)
+	var end int
+	var err error
+	if i < len(s) && s[i] == '{' && maxDepth > 0 {
+		v.Kind = DictKind
+		end, err = d.members(i+1, func(key string, at int) (int, error) {
+			switch key {
+			case "name":
+				if at < len(s) && s[at] == '"' {
+					str, end, err := d.str(at + 1)
+					v.Name = Field{true, StrKind, str}
+					return end, err
+				}
+				end, k, err := d.skip(at, 1)
+				v.Name = Field{Present: true, Kind: k}
+				return end, err
+			case "arguments":
+				v.Arg = Field{}
+				if at < len(s) && s[at] == '{' && maxDepth > 1 {
+					v.Args = Field{Present: true, Kind: DictKind}
+					return d.members(at+1, func(k string, at int) (int, error) {
+						if k != argKey {
+							end, _, err := d.skip(at, 2)
+							return end, err
+						}
+						if at < len(s) && s[at] == '"' {
+							str, end, err := d.str(at + 1)
+							v.Arg = Field{true, StrKind, str}
+							return end, err
+						}
+						end, kind, err := d.skip(at, 2)
+						v.Arg = Field{Present: true, Kind: kind}
+						return end, err
+					})
+				}
+				end, k, err := d.skip(at, 1)
+				v.Args = Field{Present: true, Kind: k}
+				return end, err
+			}
+			end, _, err := d.skip(at, 1)
+			return end, err
+		})
+	} else {
+		end, v.Kind, err = d.skip(i, 0)
+	}
+	if err != nil {
+		return CallView{}, err
+	}
+	if end = d.ws(end); end != len(s) {
+		return CallView{}, &Error{JSONDecodeError, "Extra data"}
+	}
+	return v, nil
 }

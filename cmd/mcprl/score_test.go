@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcprl/mcprl/internal/pgtest"
+	"github.com/mcprl/mcprl/internal/pycompat"
+	"github.com/mcprl/mcprl/reward"
+)
+
+const seedCorpus = "../../reward/testdata/seed/corpus.jsonl"
+
+type scoreLine struct {
+	Index     int                        `json:"index"`
+	Line      int                        `json:"line"`
+	TaskID    string                     `json:"task_id"`
+	Reward    *float64                   `json:"reward"`
+	Breakdown map[string]json.RawMessage `json:"breakdown"`
+	Error     string                     `json:"error"`
+}
+
+func parseScores(t testing.TB, out []byte) []scoreLine {
+	t.Helper()
+	var res []scoreLine
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var l scoreLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatalf("output line %q: %v", sc.Text(), err)
+		}
+		res = append(res, l)
+	}
+	return res
+}
+
+func runScoreCmd(t *testing.T, o scoreOptions) ([]scoreLine, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	if err := runScore(context.Background(), o, &out, &errOut); err != nil {
+		t.Fatalf("score: %v\n%s", err, errOut.String())
+	}
+	return parseScores(t, out.Bytes()), errOut.String()
+}
+
+// TestScoreSeedCorpus: every line of the parity corpus scored in input
+// order, equal to reward.SeedScore, the same with 1 and 4 workers.
+func TestScoreSeedCorpus(t *testing.T) {
+	data, err := os.ReadFile(seedCorpus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	one, _ := runScoreCmd(t, scoreOptions{rewards: "seed", completions: seedCorpus, workers: 1})
+	four, _ := runScoreCmd(t, scoreOptions{rewards: "seed", completions: seedCorpus, workers: 4})
+	if len(one) != len(lines) || len(four) != len(lines) {
+		t.Fatalf("%d lines in, %d and %d out", len(lines), len(one), len(four))
+	}
+	for i, l := range lines {
+		v, err := pycompat.Loads(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _ := v.Get("completion")
+		want := reward.SeedScore(c.Str, reward.DefaultSeedConfig()).Value
+		for _, got := range []scoreLine{one[i], four[i]} {
+			if got.Index != i || got.Reward == nil || *got.Reward != want || got.TaskID != "seed" || got.Breakdown["seed"] == nil {
+				t.Fatalf("line %d: %+v, want reward %v", i+1, got, want)
+			}
+		}
+	}
+}
+
+// TestScoreBadLines: bad lines are reported with their line numbers and
+// scored as errors; the rest of the run goes on.
+func TestScoreBadLines(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "c.jsonl")
+	body := `{"task_id": "a", "completion": "<tool_call>{\"name\": \"run_linter\"}</tool_call>"}
+[1, 2]
+
+{"task_id": "b", "completion": 3}
+{"task_id": "c"
+{"task_id": "d", "completion": "no call"}
+`
+	if err := os.WriteFile(in, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, stderr := runScoreCmd(t, scoreOptions{rewards: "seed", completions: in})
+	if len(got) != 5 {
+		t.Fatalf("want 5 output lines (blank line skipped), got %+v", got)
+	}
+	if *got[0].Reward != 0.6 || *got[4].Reward != 0 || got[4].TaskID != "d" {
+		t.Errorf("good lines: %+v %+v", got[0], got[4])
+	}
+	for i, line := range map[int]int{1: 2, 2: 4, 3: 5} {
+		if got[i].Reward != nil || got[i].Error == "" || got[i].Line != line || got[i].Index != i {
+			t.Errorf("bad line %d: %+v", line, got[i])
+		}
+		if !strings.Contains(stderr, fmt.Sprintf("c.jsonl:%d: ", line)) {
+			t.Errorf("stderr does not name line %d:\n%s", line, stderr)
+		}
+	}
+	if !strings.Contains(stderr, "3 of 5 lines could not be scored") {
+		t.Errorf("stderr: %s", stderr)
+	}
+}
+
+// TestScoreLive runs completions' calls in the example fixture's sandbox
+// (SQLite and PostgreSQL) and scores them with assertions and the
+// verifiable composition.
+func TestScoreLive(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "c.jsonl")
+	call := func(name, args string) string {
+		return fmt.Sprintf("<tool_call>{\"name\": %q, \"arguments\": %s}</tool_call>", name, args)
+	}
+	good := call("query_database", `{"sql": "SELECT COUNT(*) FROM customers WHERE status = 'inactive'"}`) +
+		call("run_linter", `{"path": "inactive_customers.sql"}`) + "There are 7 inactive customers."
+	var b strings.Builder
+	for _, c := range []struct{ id, text string }{
+		{"customers-inactive-001", good},
+		{"customers-inactive-001", "There are 7 inactive customers."},
+		{"customers-inactive-001", good + call("drop_database", "{}")},
+		{"no-such-task", good},
+		{"customers-inactive-variants-002", call("query_database", `{"sql": "SELECT COUNT(*) FROM customers WHERE LOWER(TRIM(status)) = 'inactive'"}`)},
+	} {
+		line, _ := json.Marshal(map[string]string{"task_id": c.id, "completion": c.text})
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			dsn := ""
+			if backend == "postgres" {
+				dsn = pgtest.DSN(t)
+			}
+			got, _ := runScoreCmd(t, scoreOptions{rewards: "assertions,verifiable:1", completions: in,
+				tasks: "../../examples/customers/tasks.jsonl", fixtures: "../../examples/fixtures", dsn: dsn, workers: 3})
+			want := []any{2.0, 0.0, 2.0 - 1.5, "unknown task_id", 2.0}
+			// assertions (weight 1) + verifiable (weight 1): the honest one is 1 + 1;
+			// the hallucinated tool keeps its assertions (1) and verifiable's veto (-0.5).
+			for i, w := range want {
+				switch w := w.(type) {
+				case string:
+					if got[i].Reward != nil || !strings.Contains(got[i].Error, w) {
+						t.Errorf("line %d: %+v, want error %q", i+1, got[i], w)
+					}
+				case float64:
+					if got[i].Reward == nil || math.Abs(*got[i].Reward-w) > 1e-9 {
+						t.Errorf("line %d: %+v, want %v", i+1, got[i], w)
+					}
+				}
+			}
+			if len(got[0].Breakdown) != 2 || got[0].Breakdown["assertions"] == nil || got[0].Breakdown["verifiable"] == nil {
+				t.Errorf("breakdown: %v", got[0].Breakdown)
+			}
+		})
+	}
+}
