@@ -87,7 +87,7 @@ func lintSQL(ctx context.Context, rel string, src []byte, dbs Databases) (*Resul
 				}
 				got := tableMap(tables)[tmp]
 				if want, ok := live[name]; ok {
-					res.Findings = append(res.Findings, compareTable(name, st, got, want)...)
+					res.Findings = append(res.Findings, compareTable(name, st, got, want, "here", "in this file")...)
 				} else {
 					add(st, fmt.Sprintf("table %s is defined here but does not exist in the live database", name))
 				}
@@ -144,7 +144,8 @@ func lintSQL(ctx context.Context, rel string, src []byte, dbs Databases) (*Resul
 		case !inFile && inLive:
 			add(st, fmt.Sprintf("table %s exists in the live database but not after this file is applied", name))
 		default:
-			res.Findings = append(res.Findings, compareTable(name, st, got, want)...)
+			res.Findings = append(res.Findings, compareTable(name, st, got, want,
+				"after this file", "in the fixture's schema with this file applied")...)
 		}
 	}
 	sort.SliceStable(res.Findings, func(i, j int) bool { return res.Findings[i].Line < res.Findings[j].Line })
@@ -244,8 +245,8 @@ func lineOf(st statement, word string) int {
 }
 
 // compareTable reports how got (the file's version of a table) differs from
-// want (the live table).
-func compareTable(name string, st statement, got, want sqldb.Table) []Finding {
+// want (the live table); here and inFile say where got comes from.
+func compareTable(name string, st statement, got, want sqldb.Table, here, inFile string) []Finding {
 	var out []Finding
 	gotCols := map[string]sqldb.Column{}
 	for _, c := range got.Columns {
@@ -262,14 +263,14 @@ func compareTable(name string, st statement, got, want sqldb.Table) []Finding {
 		case !ok:
 			out = append(out, Finding{Line: line, Message: fmt.Sprintf("column %s.%s is not in the live database", name, c.Name)})
 		case !strings.EqualFold(normType(c.Type), normType(w.Type)):
-			out = append(out, Finding{Line: line, Message: fmt.Sprintf("column %s.%s has type %s here but %s in the live database", name, c.Name, c.Type, w.Type)})
+			out = append(out, Finding{Line: line, Message: fmt.Sprintf("column %s.%s has type %s %s but %s in the live database", name, c.Name, c.Type, here, w.Type)})
 		case c.NotNull != w.NotNull:
-			out = append(out, Finding{Line: line, Message: fmt.Sprintf("column %s.%s is %s here but %s in the live database", name, c.Name, nullity(c.NotNull), nullity(w.NotNull))})
+			out = append(out, Finding{Line: line, Message: fmt.Sprintf("column %s.%s is %s %s but %s in the live database", name, c.Name, nullity(c.NotNull), here, nullity(w.NotNull))})
 		}
 	}
 	for _, c := range want.Columns {
 		if _, ok := gotCols[strings.ToLower(c.Name)]; !ok {
-			out = append(out, Finding{Line: st.Line, Message: fmt.Sprintf("column %s.%s exists in the live database but not in this file", name, c.Name)})
+			out = append(out, Finding{Line: st.Line, Message: fmt.Sprintf("column %s.%s exists in the live database but not %s", name, c.Name, inFile)})
 		}
 	}
 	return out
