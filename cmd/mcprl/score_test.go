@@ -170,3 +170,26 @@ func TestScoreLive(t *testing.T) {
 		})
 	}
 }
+
+// TestScoreSeedConfig: the seed's catalog and keyword set per task.
+func TestScoreSeedConfig(t *testing.T) {
+	dir := t.TempDir()
+	in, cfg := filepath.Join(dir, "c.jsonl"), filepath.Join(dir, "seed.json")
+	text := `<tool_call>{"name": "lookup", "arguments": {"sql": "SELECT * FROM orders"}}</tool_call>`
+	var b strings.Builder
+	for _, id := range []string{"orders", "other"} {
+		line, _ := json.Marshal(map[string]string{"task_id": id, "completion": text})
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	os.WriteFile(in, []byte(b.String()), 0o644)
+	os.WriteFile(cfg, []byte(`{"default": {"catalog": ["lookup", "query_database"]}, "tasks": {"orders": {"query_tool": "lookup", "keyword": "orders"}}}`), 0o644)
+	got, _ := runScoreCmd(t, scoreOptions{rewards: "seed", completions: in, seedConfig: cfg})
+	if *got[0].Reward != 1.0 || *got[1].Reward != 0.6 {
+		t.Errorf("per-task seed config: %v %v", *got[0].Reward, *got[1].Reward)
+	}
+	got, _ = runScoreCmd(t, scoreOptions{rewards: "seed", completions: in})
+	if *got[0].Reward != -0.5 {
+		t.Errorf("default catalog: %v", *got[0].Reward)
+	}
+}

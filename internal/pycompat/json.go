@@ -280,7 +280,7 @@ func appendWTF8(b []byte, r rune) []byte {
 func (d *decoder) str(i int) (string, int, error) {
 	s := d.s
 	// Fast path: no escapes, the string is a substring of the input.
-	j := i
+	j := plainRun(s, i)
 	for j < len(s) {
 		c := s[j]
 		if c == '"' {
@@ -325,7 +325,7 @@ func (d *decoder) str(i int) (string, int, error) {
 		}
 		if c != '\\' {
 			// Copy the run up to the next quote, backslash or control byte.
-			k := j + 1
+			k := plainRun(s, j+1)
 			for k < len(s) && s[k] != '"' && s[k] != '\\' && s[k] >= 0x20 {
 				k++
 			}
@@ -570,7 +570,7 @@ func (d *decoder) skip(i, depth int) (int, Kind, error) {
 // skipStr validates a string body starting at i as str would.
 func (d *decoder) skipStr(i int) (int, error) {
 	s := d.s
-	for j := i; j < len(s); {
+	for j := plainRun(s, i); j < len(s); {
 		c := s[j]
 		switch {
 		case c == '"':
@@ -578,7 +578,7 @@ func (d *decoder) skipStr(i int) (int, error) {
 		case c < 0x20:
 			return 0, decodeErr("Invalid control character at")
 		case c != '\\':
-			j++
+			j = plainRun(s, j+1)
 			continue
 		}
 		j++
@@ -745,4 +745,25 @@ func LoadsCall(s, argKey string, maxDepth int) (CallView, error) {
 		return CallView{}, &Error{JSONDecodeError, "Extra data"}
 	}
 	return v, nil
+}
+
+// plainRun skips, eight bytes at a time, the bytes from i on that need no
+// attention inside a string (not '"', '\\' or a control byte), and returns
+// an index at or before the first byte that does.
+func plainRun(s string, i int) int {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	for i+8 <= len(s) {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		t := (x - 0x20*lo) &^ x
+		q := x ^ (0x22 * lo)
+		t |= (q - lo) &^ q
+		b := x ^ (0x5C * lo)
+		t |= (b - lo) &^ b
+		if t&hi != 0 {
+			return i
+		}
+		i += 8
+	}
+	return i
 }

@@ -119,3 +119,64 @@ func FuzzLoads(f *testing.F) {
 		}
 	})
 }
+
+// viewOf derives the CallView from a fully built value.
+func viewOf(v Value, key string) CallView {
+	cv := CallView{Kind: v.Kind}
+	if v.Kind != DictKind {
+		return cv
+	}
+	if n, ok := v.Get("name"); ok {
+		cv.Name = Field{true, n.Kind, ""}
+		if n.Kind == StrKind {
+			cv.Name.Str = n.Str
+		}
+	}
+	if a, ok := v.Get("arguments"); ok {
+		cv.Args = Field{Present: true, Kind: a.Kind}
+		if x, ok := a.Get(key); ok {
+			cv.Arg = Field{true, x.Kind, ""}
+			if x.Kind == StrKind {
+				cv.Arg.Str = x.Str
+			}
+		}
+	}
+	return cv
+}
+
+func checkCallView(t *testing.T, s string, depth int) {
+	v, err := LoadsDepth(s, depth)
+	cv, cerr := LoadsCall(s, "sql", depth)
+	if (err == nil) != (cerr == nil) {
+		t.Fatalf("%.80q: Loads %v, LoadsCall %v", s, err, cerr)
+	}
+	if err != nil {
+		if err.(*Error).Class != cerr.(*Error).Class {
+			t.Fatalf("%.80q: Loads %v, LoadsCall %v", s, err, cerr)
+		}
+		return
+	}
+	if want := viewOf(v, "sql"); cv != want {
+		t.Fatalf("%.80q: LoadsCall %+v, Loads gives %+v", s, cv, want)
+	}
+}
+
+func TestLoadsCallMatchesLoads(t *testing.T) {
+	for _, s := range []string{`{"name": "a", "arguments": {"sql": "x", "sql": 1}, "arguments": {"sql": "y\u0041"}}`,
+		`{"arguments": [], "name": 3}`, `[{"name": "q"}]`, `{"name": "q", "arguments": {"a": [[[]]]}}`, `{"n\u0061me": "q"}`,
+		`{"name": "q", "arguments": {"sql": "x"}, "arguments": null}`, `{"name": "q"} x`, strings.Repeat("[", 3) + strings.Repeat("]", 3)} {
+		for depth := 1; depth < 5; depth++ {
+			checkCallView(t, s, depth)
+		}
+	}
+}
+
+// FuzzLoadsCall: the reduced reader accepts, rejects and reads exactly
+// what the full decoder does.
+func FuzzLoadsCall(f *testing.F) {
+	f.Add(`{"name": "query_database", "arguments": {"sql": "inactive"}}`, 3)
+	f.Add(`{"name": [1, {"a": "\ud800"}], "arguments": {"sql": ["x"], "sql": "y"}}`, 2)
+	f.Fuzz(func(t *testing.T, s string, depth int) {
+		checkCallView(t, s, 1+(depth&7))
+	})
+}
