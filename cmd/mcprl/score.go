@@ -493,6 +493,9 @@ func (s *scorer) score(ctx context.Context, buf []byte, i int, c completionLine)
 		return errorLine(buf, i, c, fmt.Sprintf("unknown task_id %q", c.taskID)), nil
 	}
 	if s.seed != nil {
+		if t == nil && s.seed.PerTask != nil {
+			t = &task.Task{ID: c.taskID} // per-task settings by task_id, without a tasks file
+		}
 		r := s.seed.ScoreText(t, c.completion)
 		buf = append(buf, `{"index":`...)
 		buf = strconv.AppendInt(buf, int64(i), 10)
