@@ -269,6 +269,9 @@ func scoreStream(ctx context.Context, in io.Reader, name string, out, errw io.Wr
 	todo := make(chan *chunk, 2*workers)
 	done := make(chan *chunk, 2*workers)
 	pool := sync.Pool{New: func() any {
+		if maxLines == 1 { // one completion a chunk: let each buffer grow to its line
+			return new(chunk)
+		}
 		return &chunk{data: make([]byte, 0, chunkSize+chunkSize/4), out: make([]byte, 0, chunkSize/2)}
 	}}
 	readErr := make(chan error, 1)
