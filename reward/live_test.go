@@ -187,3 +187,33 @@ func TestGuardsAgainstRewardHacking(t *testing.T) {
 		}
 	})
 }
+
+// TestGoldenTrajectoriesHold replays the golden trajectory of every example
+// task (its assistant turns, calls rendered as the model would write them)
+// and checks that all its assertions hold and verifiable gives 1, on both
+// backends: the assertion semantics agree with the tasks' authors.
+func TestGoldenTrajectoriesHold(t *testing.T) {
+	_, tasks := example(t)
+	backends(t, func(t *testing.T, fac *sandbox.Factory) {
+		for id, tk := range tasks {
+			if len(tk.Golden) == 0 {
+				continue
+			}
+			var text strings.Builder
+			for _, m := range tk.Golden {
+				if m.Role != "assistant" {
+					continue
+				}
+				text.WriteString(m.Content)
+				for _, c := range m.ToolCalls {
+					text.WriteString(toolcall.RenderCall(c))
+				}
+			}
+			for _, f := range []Func{NewAssertions(), Verifiable()} {
+				if s := scoreLive(t, fac, tk, f, text.String()); s.Value != 1 {
+					t.Errorf("%s golden, %s: %v\n%s", id, f.Name(), s.Value, Breakdown(f.Name(), s))
+				}
+			}
+		}
+	})
+}
