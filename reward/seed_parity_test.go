@@ -149,3 +149,20 @@ func clip(s string) string {
 	}
 	return s
 }
+
+// TestSeedCorpusIsGenerated checks that the committed corpus is exactly
+// what the committed generator writes.
+func TestSeedCorpusIsGenerated(t *testing.T) {
+	py := python3(t)
+	out, err := exec.Command(py, filepath.Join("testdata", "seed", "gen_corpus.py"), "parity").Output()
+	if err != nil {
+		t.Fatalf("gen_corpus.py: %v", err)
+	}
+	want, err := os.ReadFile(filepath.Join("testdata", "seed", "corpus.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out, want) {
+		t.Fatal("testdata/seed/corpus.jsonl differs from `python3 gen_corpus.py parity`: regenerate it")
+	}
+}
