@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcprl/mcprl/grpo"
+	"github.com/mcprl/mcprl/model"
+	"github.com/mcprl/mcprl/sandbox"
+	"github.com/mcprl/mcprl/task"
+	"github.com/mcprl/mcprl/tokenizer"
+)
+
+// runFlags are the shared command-line shapes of train, sft and eval.
+type runFlags struct {
+	config, model, tasks, fixtures, outputDir, dsn string
+	maxSteps                                       int
+}
+
+func (f *runFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.config, "config", "", "YAML config with TRL GRPOConfig/TrainingArguments names (required)")
+	fl.StringVar(&f.model, "model", "", "HF-format model directory with tokenizer files (overrides the config's model)")
+	fl.StringVar(&f.tasks, "tasks", "", "tasks JSONL file (overrides the config's tasks)")
+	fl.StringVar(&f.fixtures, "fixtures", "", "directory of fixtures, each named by a task's \"fixture\" (overrides the config's fixtures)")
+	fl.StringVar(&f.outputDir, "output-dir", "", "where checkpoints, metrics.jsonl and final/ go (overrides output_dir)")
+	fl.StringVar(&f.dsn, "dsn", "", "PostgreSQL DSN for the sandboxes' databases (default: the config's dsn, else embedded SQLite)")
+	fl.IntVar(&f.maxSteps, "max-steps", 0, "optimizer steps to run (overrides max_steps when > 0)")
+}
+
+// loadConfig reads the config and applies the flags over it.
+func (f *runFlags) loadConfig(warn io.Writer) (*grpo.Config, error) {
+	if f.config == "" {
+		return nil, errors.New("--config is required")
+	}
+	cfg, err := grpo.Load(f.config)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range []struct {
+		flag string
+		dst  *string
+	}{
+		{f.model, &cfg.Model}, {f.tasks, &cfg.Tasks}, {f.fixtures, &cfg.Fixtures},
+		{f.outputDir, &cfg.OutputDir}, {f.dsn, &cfg.DSN},
+	} {
+		if o.flag != "" {
+			*o.dst = o.flag
+		}
+	}
+	if f.maxSteps > 0 {
+		cfg.MaxSteps = f.maxSteps
+	}
+	for _, k := range cfg.Ignored {
+		fmt.Fprintf(warn, "note: %s: TRL option %s changes nothing in mcprl\n", f.config, k)
+	}
+	return cfg, nil
+}
+
+// workspace is what a run loads once: the model and its tokenizer, the
+// tasks, and a sandbox factory per fixture the tasks use.
+type workspace struct {
+	model     *model.Model
+	modelDir  string
+	tok       *tokenizer.Tokenizer
+	tpl       *tokenizer.Template
+	tasks     []task.Task
+	factories map[string]*sandbox.Factory
+}
+
+func (w *workspace) Close() {
+	for _, f := range w.factories {
+		f.Close()
+	}
+}
+
+// load opens modelDir (weights and tokenizer files), the tasks with their
+// fixtures, and starts a sandbox factory per fixture. Bad task lines are
+// reported to warn and skipped.
+func load(ctx context.Context, modelDir, tasksPath, fixturesDir, dsn string, warn io.Writer) (*workspace, error) {
+	if modelDir == "" {
+		return nil, errors.New("no model: set model in the config or pass --model")
+	}
+	backend, err := model.NewBackend("")
+	if err != nil {
+		return nil, err
+	}
+	w := &workspace{modelDir: modelDir, factories: map[string]*sandbox.Factory{}}
+	if w.model, err = model.Load(backend, modelDir); err != nil {
+		return nil, err
+	}
+	if w.tok, err = tokenizer.Load(modelDir); err != nil {
+		return nil, fmt.Errorf("model %s: %w", modelDir, err)
+	}
+	if w.tpl, err = w.tok.Template(); err != nil {
+		return nil, fmt.Errorf("model %s: %w", modelDir, err)
+	}
+	if tasksPath == "" || fixturesDir == "" {
+		return nil, errors.New("set tasks and fixtures in the config or pass --tasks and --fixtures")
+	}
+	fixtures, err := task.LoadFixtures(fixturesDir)
+	if err != nil {
+		return nil, err
+	}
+	w.tasks, err = task.Load(tasksPath, task.LoadOptions{Fixtures: fixtures, SkipBad: true})
+	var skip *task.SkipError
+	if errors.As(err, &skip) {
+		fmt.Fprintf(warn, "warning: %v\n", err)
+	} else if err != nil {
+		return nil, err
+	}
+	if len(w.tasks) == 0 {
+		return nil, fmt.Errorf("%s: no usable tasks", tasksPath)
+	}
+	for _, t := range w.tasks {
+		if t.Fixture == "" {
+			w.Close()
+			return nil, fmt.Errorf("%s: task %q names no fixture to run its tools against", tasksPath, t.ID)
+		}
+		if _, ok := w.factories[t.Fixture]; ok {
+			continue
+		}
+		f, err := sandbox.NewFactory(ctx, fixtures[t.Fixture], sandbox.Options{DSN: dsn})
+		if err != nil {
+			w.Close()
+			return nil, fmt.Errorf("fixture %q: %w", t.Fixture, err)
+		}
+		w.factories[t.Fixture] = f
+	}
+	return w, nil
+}

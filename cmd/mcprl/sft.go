@@ -1,0 +1,53 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcprl/mcprl/rollout"
+	"github.com/mcprl/mcprl/sft"
+)
+
+func newSFTCmd() *cobra.Command {
+	var flags runFlags
+	cmd := &cobra.Command{
+		Use:   "sft --config FILE [--model DIR] [--tasks FILE] [--fixtures DIR] [--output-dir DIR]",
+		Short: "Supervised fine-tuning on golden trajectories (the baseline GRPO must beat)",
+		Long: `sft replays every task's golden trajectory through the rollout loop against its live sandbox,
+renders it with the model's chat template, and trains on the assistant's tokens only (never the prompt or
+tool output). It uses the config's TrainingArguments names (learning_rate, max_steps, num_train_epochs,
+per_device_train_batch_size, lr_scheduler_type, warmup_ratio, max_grad_norm, logging_steps, seed) and
+writes metrics.jsonl and final/ to output_dir in the same format as train.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			stderr := cmd.ErrOrStderr()
+			cfg, err := flags.loadConfig(stderr)
+			if err != nil {
+				return err
+			}
+			ws, err := load(ctx, cfg.Model, cfg.Tasks, cfg.Fixtures, cfg.DSN, stderr)
+			if err != nil {
+				return err
+			}
+			defer ws.Close()
+			jobs := make([]rollout.Job, len(ws.tasks))
+			for i := range ws.tasks {
+				jobs[i] = rollout.Job{Task: &ws.tasks[i], Factory: ws.factories[ws.tasks[i].Fixture]}
+			}
+			examples, err := sft.Examples(ctx, ws.tok, ws.tpl, jobs, cfg.MaxPromptLength, cfg.MaxCompletionLength)
+			if err != nil {
+				return err
+			}
+			t := &sft.Trainer{Config: cfg, Model: ws.model, TokenizerDir: ws.modelDir, Examples: examples, Progress: stderr}
+			if err := t.Train(ctx); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "fine-tuned on %d golden trajectories: model in %s/final\n", len(examples), cfg.OutputDir)
+			return nil
+		},
+	}
+	flags.register(cmd)
+	return cmd
+}

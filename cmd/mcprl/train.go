@@ -1,0 +1,83 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcprl/mcprl/grpo"
+	"github.com/mcprl/mcprl/model"
+	"github.com/mcprl/mcprl/reward"
+)
+
+func newTrainCmd() *cobra.Command {
+	var (
+		flags  runFlags
+		resume bool
+	)
+	cmd := &cobra.Command{
+		Use:   "train --config FILE [--model DIR] [--tasks FILE] [--fixtures DIR] [--output-dir DIR] [--resume]",
+		Short: "Train a policy with GRPO against live MCP sandboxes",
+		Long: `train runs GRPO as TRL's GRPOTrainer computes it: for every prompt it samples num_generations
+trajectories concurrently, each in its own sandbox fork, executes their tool calls over MCP, scores them
+with the configured rewards, and optimizes the policy relative to each group's mean reward.
+
+It writes metrics.jsonl (TRL's key names), checkpoint-STEP/ every save_steps and final/ to output_dir.
+With --resume it continues from the newest complete checkpoint in output_dir as if never stopped.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			stderr := cmd.ErrOrStderr()
+			cfg, err := flags.loadConfig(stderr)
+			if err != nil {
+				return err
+			}
+			modelDir := cfg.Model
+			if resume {
+				ckpt, err := grpo.LatestCheckpoint(cfg.OutputDir)
+				if err != nil {
+					return err
+				}
+				if ckpt != "" {
+					fmt.Fprintf(stderr, "resuming from %s\n", ckpt)
+					modelDir = ckpt
+				}
+			}
+			ws, err := load(ctx, modelDir, cfg.Tasks, cfg.Fixtures, cfg.DSN, stderr)
+			if err != nil {
+				return err
+			}
+			defer ws.Close()
+			reg := reward.NewRegistry()
+			var rewards []reward.Func
+			for _, r := range cfg.Rewards {
+				f, err := reg.New(r.Name)
+				if err != nil {
+					return fmt.Errorf("%s: rewards: %w", flags.config, err)
+				}
+				rewards = append(rewards, f)
+			}
+			if len(rewards) == 0 {
+				return fmt.Errorf("%s: no rewards configured", flags.config)
+			}
+			t := &grpo.Trainer{
+				Config: cfg, Model: ws.model, Tokenizer: ws.tok, Template: ws.tpl, TokenizerDir: ws.modelDir,
+				Tasks: ws.tasks, Sandboxes: ws.factories, Rewards: rewards, Weights: cfg.RewardWeights(),
+				Progress: stderr,
+			}
+			if cfg.Beta > 0 {
+				if t.Ref, err = model.Load(ws.model.Backend, cfg.Model); err != nil {
+					return fmt.Errorf("reference model: %w", err)
+				}
+			}
+			if err := t.Train(ctx, resume); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "trained %s: metrics in %s/metrics.jsonl, model in %s/final\n", cfg.Model, cfg.OutputDir, cfg.OutputDir)
+			return nil
+		},
+	}
+	flags.register(cmd)
+	cmd.Flags().BoolVar(&resume, "resume", false, "continue from the newest complete checkpoint in output_dir")
+	return cmd
+}

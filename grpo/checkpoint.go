@@ -1,0 +1,163 @@
+package grpo
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+
+	"github.com/mcprl/mcprl/model"
+)
+
+// A checkpoint directory holds the model in Hugging Face form (config.json,
+// model.safetensors, tokenizer files), optimizer.safetensors (AdamW moments
+// under their variable paths) and trainer_state.json. It is written under a
+// temporary name and renamed into place, so a kill mid-write never leaves a
+// checkpoint that looks complete and is not.
+const (
+	optimizerFile = "optimizer.safetensors"
+	stateFile     = "trainer_state.json"
+)
+
+// checkpointState is trainer_state.json.
+type checkpointState struct {
+	State
+	OptimizerStep int64 `json:"optimizer_step"`
+}
+
+// save writes a checkpoint of the model, the optimizer and st to dir.
+func (t *Trainer) save(dir string, st *State) error {
+	return SaveCheckpoint(dir, t.Model, t.TokenizerDir, st)
+}
+
+// SaveCheckpoint writes a checkpoint of m (whose context also holds the
+// Optimizer's state), its tokenizer files and st to dir, atomically.
+func SaveCheckpoint(dir string, m *model.Model, tokenizerDir string, st *State) error {
+	tmp := dir + ".tmp"
+	if err := os.RemoveAll(tmp); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if err := m.Save(tmp, model.SaveOptions{TokenizerDir: tokenizerDir}); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	opt := map[string]*tensors.Tensor{}
+	for v := range m.Ctx.IterVariables() {
+		name := v.ScopeAndName()
+		if !strings.HasPrefix(name, OptimizerScope+"/") || v.Name() == "step" && v.Scope() == OptimizerScope {
+			continue
+		}
+		val, err := v.Value()
+		if err != nil {
+			return fmt.Errorf("checkpoint: %s: %w", name, err)
+		}
+		opt[strings.TrimPrefix(name, OptimizerScope+"/")] = val
+	}
+	if err := model.SaveTensors(filepath.Join(tmp, optimizerFile), opt); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	steps, _ := (&Optimizer{}).Steps(m.Ctx)
+	data, err := json.MarshalIndent(checkpointState{State: *st, OptimizerStep: steps}, "", "  ")
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if err := writeFileSync(filepath.Join(tmp, stateFile), data); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if err := syncDir(tmp); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	return syncDir(filepath.Dir(dir))
+}
+
+var checkpointName = regexp.MustCompile(`^checkpoint-(\d+)$`)
+
+// LatestCheckpoint returns the complete checkpoint of outputDir with the
+// highest step, or "" when there is none.
+func LatestCheckpoint(outputDir string) (string, error) {
+	entries, err := os.ReadDir(outputDir)
+	if os.IsNotExist(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("find checkpoint: %w", err)
+	}
+	best, bestStep := "", -1
+	for _, e := range entries {
+		m := checkpointName.FindStringSubmatch(e.Name())
+		if m == nil || !e.IsDir() {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(outputDir, e.Name(), stateFile)); err != nil {
+			continue
+		}
+		if n, _ := strconv.Atoi(m[1]); n > bestStep {
+			best, bestStep = filepath.Join(outputDir, e.Name()), n
+		}
+	}
+	return best, nil
+}
+
+// restore loads the optimizer state and trainer state of the latest
+// checkpoint in output_dir into the trainer (whose Model the caller loaded
+// from that same checkpoint). Without a checkpoint it starts fresh.
+func (t *Trainer) restore() (*State, error) {
+	dir, err := LatestCheckpoint(t.Config.OutputDir)
+	if err != nil || dir == "" {
+		return &State{}, err
+	}
+	data, err := os.ReadFile(filepath.Join(dir, stateFile))
+	if err != nil {
+		return nil, fmt.Errorf("resume: %w", err)
+	}
+	var cs checkpointState
+	if err := json.Unmarshal(data, &cs); err != nil {
+		return nil, fmt.Errorf("resume: %s: %w", filepath.Join(dir, stateFile), err)
+	}
+	opt, err := model.LoadTensors(filepath.Join(dir, optimizerFile))
+	if err != nil {
+		return nil, fmt.Errorf("resume: %w", err)
+	}
+	ctx := t.Model.Ctx.Checked(false)
+	for name, val := range opt {
+		scope, base := filepath.Split(name)
+		ctx.InAbsPath(OptimizerScope+"/"+strings.TrimSuffix(scope, "/")).VariableWithValue(base, val).SetTrainable(false)
+	}
+	ctx.InAbsPath(OptimizerScope).VariableWithValue("step", cs.OptimizerStep).SetTrainable(false)
+	return &cs.State, nil
+}
+
+func writeFileSync(path string, data []byte) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

@@ -1,0 +1,725 @@
+package grpo
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:staticcheck // GoMLX graph code reads best with the dot import.
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/mcprl/mcprl/model"
+	"github.com/mcprl/mcprl/policy"
+	"github.com/mcprl/mcprl/reward"
+	"github.com/mcprl/mcprl/rollout"
+	"github.com/mcprl/mcprl/sandbox"
+	"github.com/mcprl/mcprl/task"
+	"github.com/mcprl/mcprl/tokenizer"
+)
+
+// Trainer runs GRPO: for each generation batch it rolls out num_generations
+// trajectories per prompt against live sandboxes, scores them, computes group
+// advantages and takes optimizer steps on the policy's sampled tokens.
+type Trainer struct {
+	Config    *Config
+	Model     *model.Model
+	Ref       *model.Model // frozen reference model; required when beta > 0
+	Tokenizer *tokenizer.Tokenizer
+	Template  *tokenizer.Template
+	// TokenizerDir is copied into every checkpoint ("" copies nothing).
+	TokenizerDir string
+	Tasks        []task.Task
+	// Sandboxes maps a fixture name to its sandbox factory.
+	Sandboxes map[string]*sandbox.Factory
+	// Rewards are scored per trajectory and summed with Weights (TRL's
+	// reward_funcs and reward_weights).
+	Rewards []reward.Func
+	Weights []float64
+	// Progress receives one status line per step; nil prints nothing.
+	Progress io.Writer
+	// OnGeneration, when set, sees every generation batch with its rewards
+	// (for inspection and tests).
+	OnGeneration func(step int, trajs []*rollout.Trajectory, rewards []float64)
+
+	accumulate, apply, logProbs, refLogProbs *mlctx.Exec
+	vars                                     []*mlctx.Variable
+}
+
+// State is the trainer's position, saved in trainer_state.json: with the
+// model and optimizer state it is all a resumed run needs, since sampling
+// seeds and the data order derive from it.
+type State struct {
+	GlobalStep int     `json:"global_step"`
+	MaxSteps   int     `json:"max_steps"`
+	Epoch      float64 `json:"epoch"`
+	// PromptCursor counts prompts drawn so far (the data position).
+	PromptCursor int `json:"prompt_cursor"`
+	// Rounds counts generation rounds so far (each seeds its sampling).
+	Rounds     int              `json:"generation_rounds"`
+	LogHistory []map[string]any `json:"log_history,omitempty"`
+}
+
+// Train runs the whole schedule, or what is left of it when resume finds a
+// checkpoint in output_dir. It writes metrics.jsonl, checkpoint-STEP/ every
+// save_steps and final/ at the end.
+func (t *Trainer) Train(ctx context.Context, resume bool) error {
+	cfg := t.Config
+	if cfg.Beta > 0 && t.Ref == nil {
+		return fmt.Errorf("grpo: beta %g needs a reference model", cfg.Beta)
+	}
+	total, err := cfg.TotalSteps(len(t.Tasks))
+	if err != nil {
+		return fmt.Errorf("grpo: %w", err)
+	}
+	perEpoch, err := cfg.StepsPerEpoch(len(t.Tasks))
+	if err != nil {
+		return fmt.Errorf("grpo: %w", err)
+	}
+	_, spg, err := cfg.Generation()
+	if err != nil {
+		return fmt.Errorf("grpo: %w", err)
+	}
+	if (spg*cfg.NumIterations)%cfg.GradientAccumulationSteps != 0 {
+		return fmt.Errorf("grpo: steps_per_generation (%d) x num_iterations (%d) must be a multiple of gradient_accumulation_steps (%d)",
+			spg, cfg.NumIterations, cfg.GradientAccumulationSteps)
+	}
+	cycleSteps := spg * cfg.NumIterations / cfg.GradientAccumulationSteps
+	if err := os.MkdirAll(cfg.OutputDir, 0o755); err != nil {
+		return fmt.Errorf("grpo: %w", err)
+	}
+
+	st := &State{MaxSteps: total}
+	if resume {
+		if st, err = t.restore(); err != nil {
+			return err
+		}
+		st.MaxSteps = total
+	}
+	metrics, err := OpenMetrics(filepath.Join(cfg.OutputDir, "metrics.jsonl"), st.GlobalStep)
+	if err != nil {
+		return err
+	}
+	defer metrics.Close()
+	if err := t.compile(); err != nil {
+		return err
+	}
+
+	logEvery := StepsEvery(cfg.LoggingSteps, total)
+	saveEvery := StepsEvery(cfg.SaveSteps, total)
+	window := NewLogWindow()
+	var gen *generation
+	start := time.Now()
+	for st.GlobalStep < total {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		offset := st.GlobalStep % cycleSteps
+		if gen == nil || offset == 0 {
+			if gen, err = t.generate(ctx, st); err != nil {
+				return err
+			}
+			window.AddAll(gen.metrics)
+		}
+		lr, err := cfg.LearningRateAt(st.GlobalStep, total)
+		if err != nil {
+			return err
+		}
+		loss, gradNorm, stepMetrics, err := t.optimizerStep(gen, offset, lr)
+		if err != nil {
+			return fmt.Errorf("grpo: step %d: %w", st.GlobalStep+1, err)
+		}
+		window.AddStep(loss, gradNorm)
+		for _, m := range stepMetrics {
+			window.AddAll(m)
+		}
+		st.GlobalStep++
+		st.Epoch = float64(st.GlobalStep) / float64(perEpoch)
+		if t.Progress != nil {
+			fmt.Fprintf(t.Progress, "\rstep %d/%d  reward %.3f  loss %.4f  %.1fs/step ",
+				st.GlobalStep, total, gen.metrics["reward"], loss, time.Since(start).Seconds()/float64(st.GlobalStep))
+		}
+		if st.GlobalStep%logEvery == 0 || st.GlobalStep == total {
+			next, _ := cfg.LearningRateAt(st.GlobalStep, total)
+			logs := window.Flush(next)
+			logs["step"] = float64(st.GlobalStep)
+			logs["epoch"] = st.Epoch
+			rec := MetricsRecord(logs)
+			if err := metrics.Write(rec); err != nil {
+				return err
+			}
+			st.LogHistory = append(st.LogHistory, rec)
+		}
+		if st.GlobalStep%saveEvery == 0 && st.GlobalStep%cycleSteps == 0 && st.GlobalStep < total {
+			if err := t.save(filepath.Join(cfg.OutputDir, fmt.Sprintf("checkpoint-%d", st.GlobalStep)), st); err != nil {
+				return err
+			}
+		}
+	}
+	if t.Progress != nil {
+		fmt.Fprintln(t.Progress)
+	}
+	return t.save(filepath.Join(cfg.OutputDir, "final"), st)
+}
+
+// generation is one generation batch, ready for its optimizer steps.
+type generation struct {
+	trajs      []*rollout.Trajectory
+	advantages []float64
+	length     int       // padded sequence length (a shape bucket)
+	numItems   float32   // policy-sampled tokens in the whole batch (dapo's normaliser)
+	old, ref   []float32 // per-token log-probs [len(trajs) * length] when needed
+	metrics    map[string]float64
+}
+
+// generate draws the next prompts, rolls out num_generations trajectories
+// of each against live sandboxes, scores them and computes advantages. With
+// dynamic_sampling, groups whose rewards all agree are dropped and more
+// prompts are drawn to refill the batch.
+func (t *Trainer) generate(ctx context.Context, st *State) (*generation, error) {
+	cfg := t.Config
+	n := cfg.NumGenerations
+	want, err := cfg.PromptsPerGeneration()
+	if err != nil {
+		return nil, err
+	}
+	var (
+		trajs   []*rollout.Trajectory
+		perFunc = make([][]float64, len(t.Rewards))
+		kept    int
+		spare   [][]int // zero-std groups, used when refilling fails
+		all     []*rollout.Trajectory
+		allPer  = make([][]float64, len(t.Rewards))
+	)
+	for round := 0; kept < want; round++ {
+		if cfg.DynamicSampling && cfg.DynamicSamplingMaxRounds > 0 && round >= cfg.DynamicSamplingMaxRounds {
+			break
+		}
+		if !cfg.DynamicSampling && round > 0 {
+			break
+		}
+		jobs, err := t.nextJobs(st, want)
+		if err != nil {
+			return nil, err
+		}
+		got, scores, err := t.rollout(ctx, jobs, int64(st.Rounds))
+		st.Rounds++
+		if err != nil {
+			return nil, err
+		}
+		base := len(all)
+		all = append(all, got...)
+		for k := range t.Rewards {
+			allPer[k] = append(allPer[k], scores[k]...)
+		}
+		summed, err := WeightedRewards(scores, t.Weights)
+		if err != nil {
+			return nil, err
+		}
+		zero, err := ZeroStdGroups(summed, n)
+		if err != nil {
+			return nil, err
+		}
+		for g := 0; g < len(got)/n; g++ {
+			idx := make([]int, n)
+			for j := range idx {
+				idx[j] = base + g*n + j
+			}
+			if cfg.DynamicSampling && zero[g*n] {
+				spare = append(spare, idx)
+				continue
+			}
+			if kept < want {
+				for _, i := range idx {
+					trajs = append(trajs, all[i])
+					for k := range t.Rewards {
+						perFunc[k] = append(perFunc[k], allPer[k][i])
+					}
+				}
+				kept++
+			}
+		}
+	}
+	for _, idx := range spare {
+		if kept >= want {
+			break
+		}
+		for _, i := range idx {
+			trajs = append(trajs, all[i])
+			for k := range t.Rewards {
+				perFunc[k] = append(perFunc[k], allPer[k][i])
+			}
+		}
+		kept++
+	}
+	rewards, err := WeightedRewards(perFunc, t.Weights)
+	if err != nil {
+		return nil, err
+	}
+	adv, err := Advantages(rewards, n, cfg.ScaleRewards)
+	if err != nil {
+		return nil, err
+	}
+	if t.OnGeneration != nil {
+		t.OnGeneration(st.GlobalStep, trajs, rewards)
+	}
+	gen := &generation{trajs: trajs, advantages: adv.Advantages, metrics: map[string]float64{
+		"reward":               adv.Reward,
+		"reward_std":           adv.RewardStd,
+		"frac_reward_zero_std": adv.FracRewardZeroStd,
+	}}
+	if cfg.DynamicSampling {
+		gen.metrics["dynamic_sampling/dropped_groups"] = float64(len(spare))
+	}
+	for k, f := range t.Rewards {
+		gen.metrics["rewards/"+f.Name()+"/mean"] = nanMean(perFunc[k])
+		gen.metrics["rewards/"+f.Name()+"/std"] = nanStd(perFunc[k])
+	}
+	for k, v := range trajectoryMetrics(trajs) {
+		gen.metrics[k] = v
+	}
+	longest := 0
+	for _, tr := range trajs {
+		longest = max(longest, len(tr.Tokens))
+		if !(cfg.MaskTruncatedCompletions && tr.Truncated) {
+			for _, m := range tr.Mask {
+				gen.numItems += float32(m)
+			}
+		}
+	}
+	gen.length = model.Bucket(longest)
+	if cfg.NeedsOldLogProbs() {
+		if gen.old, err = t.batchLogProbs(t.logProbs, gen); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Beta > 0 {
+		if gen.ref, err = t.batchLogProbs(t.refLogProbs, gen); err != nil {
+			return nil, err
+		}
+	}
+	return gen, nil
+}
+
+// nextJobs draws the next prompts in TRL's order: a seeded shuffle of the
+// tasks per epoch (shuffle_dataset), whole generation batches only.
+func (t *Trainer) nextJobs(st *State, count int) ([]rollout.Job, error) {
+	perEpoch := len(t.Tasks) / count * count
+	jobs := make([]rollout.Job, count)
+	for i := range jobs {
+		q := st.PromptCursor
+		st.PromptCursor++
+		epoch, pos := q/perEpoch, q%perEpoch
+		order := make([]int, len(t.Tasks))
+		for j := range order {
+			order[j] = j
+		}
+		if t.Config.ShuffleDataset {
+			rng := rand.New(rand.NewPCG(uint64(t.Config.Seed), uint64(epoch)))
+			rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
+		}
+		tk := &t.Tasks[order[pos]]
+		f := t.Sandboxes[tk.Fixture]
+		if f == nil {
+			return nil, fmt.Errorf("grpo: task %q: no sandbox for fixture %q", tk.ID, tk.Fixture)
+		}
+		jobs[i] = rollout.Job{Task: tk, Factory: f}
+	}
+	return jobs, nil
+}
+
+// rollout runs the jobs' trajectories and scores each with every reward
+// function while its sandbox is still open. scores[k][i] is function k's
+// score of trajectory i (NaN when it could not be scored, as TRL's None).
+func (t *Trainer) rollout(ctx context.Context, jobs []rollout.Job, round int64) ([]*rollout.Trajectory, [][]float64, error) {
+	cfg := t.Config
+	iters := 0
+	if cfg.MaxToolCallingIterations != nil {
+		iters = *cfg.MaxToolCallingIterations
+	}
+	var mu sync.Mutex
+	scored := map[*rollout.Trajectory][]float64{}
+	r := &rollout.Runner{
+		Policy:    &policy.Model{M: t.Model, Capacity: sessionCapacity(cfg, iters)},
+		Tokenizer: t.Tokenizer,
+		Template:  t.Template,
+		Config: rollout.Config{
+			NumGenerations:           cfg.NumGenerations,
+			MaxPromptLength:          cfg.MaxPromptLength,
+			MaxCompletionLength:      cfg.MaxCompletionLength,
+			MaxToolCallingIterations: iters,
+			Sample: policy.SampleOptions{
+				Temperature: cfg.Temperature, TopP: cfg.TopP, TopK: cfg.TopK,
+				Seed: cfg.Seed*1_000_003 + round,
+			},
+		},
+		Finish: func(ctx context.Context, tr *rollout.Trajectory, sb *sandbox.Sandbox) error {
+			s := make([]float64, len(t.Rewards))
+			var firstErr error
+			for k, f := range t.Rewards {
+				sc, err := f.Score(ctx, &reward.Input{Task: tr.Task, Trajectory: tr, Sandbox: sb})
+				if err != nil {
+					s[k] = math.NaN()
+					if firstErr == nil {
+						firstErr = fmt.Errorf("reward %s: %w", f.Name(), err)
+					}
+					continue
+				}
+				s[k] = sc.Value
+			}
+			mu.Lock()
+			scored[tr] = s
+			mu.Unlock()
+			return firstErr
+		},
+	}
+	trajs, err := r.Run(ctx, jobs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("grpo: rollout: %w", err)
+	}
+	scores := make([][]float64, len(t.Rewards))
+	for k := range scores {
+		scores[k] = make([]float64, len(trajs))
+	}
+	for i, tr := range trajs {
+		s, ok := scored[tr]
+		for k := range scores {
+			if ok {
+				scores[k][i] = s[k]
+			} else {
+				// Never finished with an open sandbox (the fork failed):
+				// score it without one, so that hallucination and format
+				// rewards still see what the policy wrote.
+				scores[k][i] = math.NaN()
+			}
+		}
+	}
+	return trajs, scores, nil
+}
+
+// sessionCapacity bounds the KV-cache slots of a rollout batch: the prompt
+// chunk, then per turn its sampled tokens and its observation chunk.
+func sessionCapacity(cfg *Config, iters int) int {
+	prompt := cfg.MaxPromptLength
+	if prompt <= 0 {
+		prompt = 2048
+	}
+	turns := iters + 1
+	return model.Bucket(prompt) + turns*cfg.MaxCompletionLength + iters*model.Bucket(cfg.MaxCompletionLength)
+}
+
+// trajectoryMetrics are the completion and tool-use statistics of a batch.
+func trajectoryMetrics(trajs []*rollout.Trajectory) map[string]float64 {
+	var length, truncated, calls, failed, parseErr, ended float64
+	for _, tr := range trajs {
+		length += float64(len(tr.Tokens) - tr.PromptLen)
+		if tr.Truncated {
+			truncated++
+		}
+		if tr.Error != "" {
+			ended++
+		}
+		for _, turn := range tr.Turns {
+			for _, c := range turn.Calls {
+				calls++
+				if c.ParseError != "" {
+					parseErr++
+				}
+				if c.IsError {
+					failed++
+				}
+			}
+		}
+	}
+	n := float64(max(len(trajs), 1))
+	m := map[string]float64{
+		"completion_length":           length / n,
+		"completions/mean_length":     length / n,
+		"completions/clipped_ratio":   truncated / n,
+		"tools/call_frequency":        calls / n,
+		"tools/trajectory_error_rate": ended / n,
+	}
+	if calls > 0 {
+		m["tools/failure_frequency"] = failed / calls
+		m["tools/success_rate"] = 1 - failed/calls
+		m["tools/parse_error_rate"] = parseErr / calls
+	} else {
+		m["tools/failure_frequency"] = math.NaN()
+		m["tools/success_rate"] = math.NaN()
+		m["tools/parse_error_rate"] = math.NaN()
+	}
+	return m
+}
+
+// microBatch packs completions [from, to) of a generation into tensors.
+func (t *Trainer) microBatch(gen *generation, from, to int) (tokens, attn, mask, adv *tensors.Tensor, old, ref *tensors.Tensor, err error) {
+	seqs := make([][]int, to-from)
+	masks := make([][]float32, to-from)
+	advs := make([]float32, to-from)
+	for b := range seqs {
+		tr := gen.trajs[from+b]
+		seqs[b] = make([]int, len(tr.Tokens))
+		masks[b] = make([]float32, len(tr.Tokens))
+		zero := t.Config.MaskTruncatedCompletions && tr.Truncated
+		for i, id := range tr.Tokens {
+			seqs[b][i] = int(id)
+			if !zero {
+				masks[b][i] = float32(tr.Mask[i])
+			}
+		}
+		advs[b] = float32(gen.advantages[from+b])
+	}
+	pad := 0
+	if t.Model.Config.PadTokenID != nil {
+		pad = *t.Model.Config.PadTokenID
+	}
+	if tokens, attn, err = model.PadBatch(seqs, gen.length, pad, false); err != nil {
+		return
+	}
+	if mask, err = model.PadFloats(masks, gen.length, false); err != nil {
+		return
+	}
+	adv = tensors.FromFlatDataAndDimensions(advs, len(advs))
+	slice := func(all []float32) *tensors.Tensor {
+		if all == nil {
+			return nil
+		}
+		return tensors.FromFlatDataAndDimensions(append([]float32(nil), all[from*gen.length:to*gen.length]...), to-from, gen.length)
+	}
+	return tokens, attn, mask, adv, slice(gen.old), slice(gen.ref), nil
+}
+
+// batchLogProbs runs exec (the policy's or the reference model's
+// log-probabilities, no gradient) over every micro-batch of gen.
+func (t *Trainer) batchLogProbs(exec *mlctx.Exec, gen *generation) ([]float32, error) {
+	bs := t.Config.PerDeviceTrainBatchSize
+	out := make([]float32, 0, len(gen.trajs)*gen.length)
+	for from := 0; from < len(gen.trajs); from += bs {
+		tokens, attn, _, _, _, _, err := t.microBatch(gen, from, min(from+bs, len(gen.trajs)))
+		if err != nil {
+			return nil, err
+		}
+		res, err := exec.Exec(tokens, attn)
+		if err != nil {
+			return nil, fmt.Errorf("log-probs: %w", err)
+		}
+		out = append(out, tensors.MustCopyFlatData[float32](res[0])...)
+	}
+	return out, nil
+}
+
+// lossInputs is the order of a training graph's inputs.
+type lossInputs struct{ tokens, attn, mask, adv, numItems, old, ref, lr *Node }
+
+// optimizerStep runs the gradient_accumulation_steps micro-batches of one
+// optimizer step (offset within the generation's cycle) and applies AdamW.
+func (t *Trainer) optimizerStep(gen *generation, offset int, lr float64) (loss, gradNorm float64, metrics []map[string]float64, err error) {
+	cfg := t.Config
+	bs, ga := cfg.PerDeviceTrainBatchSize, cfg.GradientAccumulationSteps
+	perGen := len(gen.trajs) / bs
+	for k := 0; k < ga; k++ {
+		mb := (offset*ga + k) % perGen
+		tokens, attn, mask, adv, old, ref, err := t.microBatch(gen, mb*bs, (mb+1)*bs)
+		if err != nil {
+			return 0, 0, nil, err
+		}
+		args := []any{tokens, attn, mask, adv, gen.numItems}
+		if old != nil {
+			args = append(args, old)
+		}
+		if ref != nil {
+			args = append(args, ref)
+		}
+		exec := t.accumulate
+		if k == ga-1 {
+			exec = t.apply
+			args = append(args, float32(lr))
+		}
+		res, err := exec.Exec(args...)
+		if err != nil {
+			return 0, 0, nil, err
+		}
+		loss += float64(tensors.ToScalar[float32](res[0]))
+		m := map[string]float64{}
+		for i, key := range metricKeys(cfg) {
+			m[key] = float64(tensors.ToScalar[float32](res[1+i]))
+		}
+		metrics = append(metrics, m)
+		if k == ga-1 {
+			gradNorm = float64(tensors.ToScalar[float32](res[len(res)-1]))
+		}
+	}
+	return loss, gradNorm, metrics, nil
+}
+
+// metricKeys lists the per-micro-batch metrics the training graph returns.
+func metricKeys(cfg *Config) []string {
+	keys := []string{"clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean"}
+	if cfg.Beta > 0 {
+		keys = append(keys, "kl")
+	}
+	return keys
+}
+
+// trainable returns the policy's trainable variables in a fixed order.
+func (t *Trainer) trainable() []*mlctx.Variable {
+	var vars []*mlctx.Variable
+	for v := range t.Model.Ctx.IterVariables() {
+		if v.Trainable && !strings.HasPrefix(v.Scope(), OptimizerScope) {
+			vars = append(vars, v)
+		}
+	}
+	sort.Slice(vars, func(i, j int) bool { return vars[i].ScopeAndName() < vars[j].ScopeAndName() })
+	return vars
+}
+
+// compile builds the training and log-prob graphs (compiled per shape on
+// first use, then reused).
+func (t *Trainer) compile() error {
+	cfg := t.Config
+	t.vars = t.trainable()
+	if len(t.vars) == 0 {
+		return fmt.Errorf("grpo: the model has no trainable variables")
+	}
+	opt := cfg.Optimizer()
+	lossCfg := cfg.LossConfig()
+	build := func(last bool) func(ctx *mlctx.Context, ins []*Node) []*Node {
+		return func(ctx *mlctx.Context, ins []*Node) []*Node {
+			in := lossInputs{tokens: ins[0], attn: ins[1], mask: ins[2], adv: ins[3], numItems: ins[4]}
+			i := 5
+			if cfg.NeedsOldLogProbs() {
+				in.old = ins[i]
+				i++
+			}
+			if cfg.Beta > 0 {
+				in.ref = ins[i]
+				i++
+			}
+			if last {
+				in.lr = ins[i]
+			}
+			logp := t.Model.TokenLogProbsAt(ctx, in.tokens, in.attn, cfg.Temperature)
+			out, err := Loss(lossCfg, LossInputs{
+				LogP: logp, OldLogP: in.old, RefLogP: in.ref, Mask: in.mask,
+				Advantages: in.adv, NumItemsInBatch: in.numItems,
+			})
+			if err != nil {
+				panic(err)
+			}
+			g := logp.Graph()
+			nodes := make([]*Node, len(t.vars))
+			for j, v := range t.vars {
+				nodes[j] = v.ValueGraph(g)
+			}
+			grads := Gradient(out.Loss, nodes...)
+			results := []*Node{out.Loss, out.ClipRatioLowMean, out.ClipRatioHighMean, out.ClipRatioRegionMean}
+			if cfg.Beta > 0 {
+				results = append(results, out.KL)
+			}
+			if !last {
+				if err := opt.AccumulateGraph(ctx, t.vars, grads); err != nil {
+					panic(err)
+				}
+				return results
+			}
+			norm, err := opt.ApplyGraph(ctx, t.vars, grads, in.lr)
+			if err != nil {
+				panic(err)
+			}
+			return append(results, ConvertDType(norm, logp.DType()))
+		}
+	}
+	var err error
+	if t.accumulate, err = mlctx.NewExecAny(t.Model.Backend, t.Model.Ctx, build(false)); err != nil {
+		return fmt.Errorf("grpo: %w", err)
+	}
+	if t.apply, err = mlctx.NewExecAny(t.Model.Backend, t.Model.Ctx, build(true)); err != nil {
+		return fmt.Errorf("grpo: %w", err)
+	}
+	logProbs := func(m *model.Model) func(ctx *mlctx.Context, tokens, attn *Node) *Node {
+		return func(ctx *mlctx.Context, tokens, attn *Node) *Node {
+			return StopGradient(m.TokenLogProbsAt(ctx, tokens, attn, cfg.Temperature))
+		}
+	}
+	if t.logProbs, err = mlctx.NewExec(t.Model.Backend, t.Model.Ctx, logProbs(t.Model)); err != nil {
+		return fmt.Errorf("grpo: %w", err)
+	}
+	if t.Ref != nil {
+		if t.refLogProbs, err = mlctx.NewExec(t.Ref.Backend, t.Ref.Ctx, logProbs(t.Ref)); err != nil {
+			return fmt.Errorf("grpo: %w", err)
+		}
+	}
+	return nil
+}
+
+// MetricsRecord turns a log window into a JSON-ready record (NaN as null).
+func MetricsRecord(logs map[string]float64) map[string]any {
+	rec := make(map[string]any, len(logs))
+	for k, v := range logs {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			rec[k] = nil
+		} else {
+			rec[k] = v
+		}
+	}
+	if s, ok := logs["step"]; ok {
+		rec["step"] = int(s)
+	}
+	return rec
+}
+
+// MetricsFile appends one JSON object per logging step to metrics.jsonl.
+type MetricsFile struct{ f *os.File }
+
+// OpenMetrics opens metrics.jsonl for appending, first dropping the lines of
+// steps after `keep` (a resumed run rewrites what it redoes).
+func OpenMetrics(path string, keep int) (*MetricsFile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	var kept []byte
+	for _, line := range strings.SplitAfter(string(data), "\n") {
+		var rec struct {
+			Step int `json:"step"`
+		}
+		if strings.TrimSpace(line) == "" || json.Unmarshal([]byte(line), &rec) != nil || !strings.HasSuffix(line, "\n") {
+			continue
+		}
+		if rec.Step <= keep {
+			kept = append(kept, line...)
+		}
+	}
+	if err := os.WriteFile(path, kept, 0o644); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	return &MetricsFile{f: f}, nil
+}
+
+// Write appends one record.
+func (m *MetricsFile) Write(rec map[string]any) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	if _, err := m.f.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	return nil
+}
+
+// Close closes the file.
+func (m *MetricsFile) Close() error { return m.f.Close() }

@@ -1,0 +1,121 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/mcprl/mcprl/model"
+)
+
+// Model samples from a Qwen2 model with a KV cache: one cached session per
+// batch, prompts and observations fed through the model once.
+type Model struct {
+	M *model.Model
+	// Capacity is the number of cache slots of a batch's session (see
+	// model.Session); it bounds the prompt chunk plus every sampled and
+	// appended token of a batch.
+	Capacity int
+}
+
+// NewBatch implements Policy.
+func (p *Model) NewBatch(ctx context.Context, prompts [][]int32, opts SampleOptions) (Batch, error) {
+	if len(prompts) == 0 {
+		return nil, fmt.Errorf("model policy: no prompts")
+	}
+	s, err := p.M.NewSession(len(prompts), p.Capacity, uint64(opts.Seed))
+	if err != nil {
+		return nil, fmt.Errorf("model policy: %w", err)
+	}
+	b := &modelBatch{s: s, opts: opts, pending: make([][]int, len(prompts))}
+	for i, pr := range prompts {
+		b.pending[i] = toInt(pr)
+	}
+	return b, nil
+}
+
+type modelBatch struct {
+	s       *model.Session
+	opts    SampleOptions
+	pending [][]int // tokens to feed before the next Generate
+}
+
+// Generate feeds every pending prompt or observation in one batched
+// Append, then samples the sequences that got budget.
+func (b *modelBatch) Generate(ctx context.Context, maxNew []int) ([]Sample, error) {
+	if len(maxNew) != len(b.pending) {
+		return nil, fmt.Errorf("model policy: %d budgets for %d sequences", len(maxNew), len(b.pending))
+	}
+	feed := make([][]int, len(b.pending))
+	longest := 0
+	for i, n := range maxNew {
+		if n > 0 {
+			if len(b.pending[i]) == 0 {
+				return nil, fmt.Errorf("model policy: sequence %d continues with nothing appended since its last turn", i)
+			}
+			feed[i] = b.pending[i]
+			longest = max(longest, n)
+		}
+		b.pending[i] = nil
+	}
+	out := make([]Sample, len(maxNew))
+	if longest == 0 {
+		return out, nil
+	}
+	if err := b.s.Append(ctx, feed); err != nil {
+		return nil, fmt.Errorf("model policy: %w", err)
+	}
+	stop := make([]int, len(b.opts.StopIDs))
+	for i, id := range b.opts.StopIDs {
+		stop[i] = int(id)
+	}
+	comps, err := b.s.Generate(ctx, model.SampleOptions{
+		Temperature: b.opts.Temperature, TopP: b.opts.TopP, TopK: b.opts.TopK,
+		MaxNewTokens: longest, Stop: stop,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("model policy: %w", err)
+	}
+	for i, c := range comps {
+		if maxNew[i] == 0 {
+			continue
+		}
+		n := min(len(c.Tokens), maxNew[i])
+		out[i] = Sample{
+			IDs:      toInt32(c.Tokens[:n]),
+			LogProbs: append([]float32(nil), c.LogProbs[:n]...),
+			Stopped:  c.Stop == model.StopToken && n == len(c.Tokens),
+		}
+	}
+	return out, nil
+}
+
+// Append queues tokens for sequence i; they are fed with the next Generate,
+// batched with every other sequence's.
+func (b *modelBatch) Append(i int, tokens []int32) error {
+	if i < 0 || i >= len(b.pending) {
+		return fmt.Errorf("model policy: no sequence %d", i)
+	}
+	b.pending[i] = append(b.pending[i], toInt(tokens)...)
+	return nil
+}
+
+func (b *modelBatch) Close() error {
+	b.s.Close()
+	return nil
+}
+
+func toInt(ids []int32) []int {
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		out[i] = int(id)
+	}
+	return out
+}
+
+func toInt32(ids []int) []int32 {
+	out := make([]int32, len(ids))
+	for i, id := range ids {
+		out[i] = int32(id)
+	}
+	return out
+}

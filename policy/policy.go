@@ -1,0 +1,47 @@
+// Package policy defines where a rollout's tokens come from: a batch of
+// token sequences that the policy extends by sampling, and that the rollout
+// extends with observation tokens between turns (token-in, token-out: what
+// was sampled is never decoded and re-encoded).
+package policy
+
+import "context"
+
+// SampleOptions are the sampling knobs, with TRL's names and meaning.
+type SampleOptions struct {
+	Temperature float64 // 0 means greedy
+	TopP        float64 // 1 (or 0) disables nucleus filtering
+	TopK        int     // 0 disables top-k filtering
+	// StopIDs end a sequence's turn when sampled (the stop token is kept as
+	// the turn's last token): end-of-turn, end-of-text, </tool_call>.
+	StopIDs []int32
+	Seed    int64
+}
+
+// Policy starts batches of sequences.
+type Policy interface {
+	// NewBatch starts one sequence per prompt.
+	NewBatch(ctx context.Context, prompts [][]int32, opts SampleOptions) (Batch, error)
+}
+
+// Batch is a set of sequences that grow by sampling and by appended tokens.
+type Batch interface {
+	// Generate samples a continuation of every sequence i with maxNew[i] > 0,
+	// until a stop token or maxNew[i] tokens; sequences with maxNew[i] == 0
+	// are left as they are and get an empty Sample.
+	Generate(ctx context.Context, maxNew []int) ([]Sample, error)
+	// Append appends tokens (a tool's observation) to sequence i; the next
+	// Generate continues after them.
+	Append(i int, tokens []int32) error
+	// Close releases the batch's resources (KV caches).
+	Close() error
+}
+
+// Sample is one sequence's sampled continuation.
+type Sample struct {
+	IDs []int32
+	// LogProbs[j] is the sampling policy's log-probability of IDs[j].
+	LogProbs []float32
+	// Stopped is true when the continuation ended with a stop token, false
+	// when it ran out of its token budget.
+	Stopped bool
+}

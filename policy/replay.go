@@ -1,0 +1,72 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+)
+
+// Replay is a scripted policy: sequence i of a batch answers its turns with
+// Scripts[i mod len(Scripts)], one token list per turn, whatever the
+// observations were. It drives rollouts of golden trajectories and of
+// recorded completions (mcprl score, eval of a golden agent).
+type Replay struct {
+	Scripts [][][]int32
+}
+
+// NewBatch implements Policy.
+func (r *Replay) NewBatch(ctx context.Context, prompts [][]int32, opts SampleOptions) (Batch, error) {
+	if len(r.Scripts) == 0 {
+		return nil, fmt.Errorf("replay policy: no scripts")
+	}
+	b := &replayBatch{stop: map[int32]bool{}, turn: make([]int, len(prompts)), seqs: make([][][]int32, len(prompts))}
+	for i := range prompts {
+		b.seqs[i] = r.Scripts[i%len(r.Scripts)]
+	}
+	for _, id := range opts.StopIDs {
+		b.stop[id] = true
+	}
+	return b, nil
+}
+
+type replayBatch struct {
+	seqs [][][]int32
+	turn []int
+	stop map[int32]bool
+}
+
+func (b *replayBatch) Generate(ctx context.Context, maxNew []int) ([]Sample, error) {
+	if len(maxNew) != len(b.seqs) {
+		return nil, fmt.Errorf("replay policy: %d budgets for %d sequences", len(maxNew), len(b.seqs))
+	}
+	out := make([]Sample, len(b.seqs))
+	for i, n := range maxNew {
+		if n <= 0 || b.turn[i] >= len(b.seqs[i]) {
+			continue
+		}
+		ids := b.seqs[i][b.turn[i]]
+		b.turn[i]++
+		s := Sample{}
+		for _, id := range ids {
+			if len(s.IDs) == n {
+				break
+			}
+			s.IDs = append(s.IDs, id)
+			s.LogProbs = append(s.LogProbs, 0)
+			if b.stop[id] {
+				s.Stopped = true
+				break
+			}
+		}
+		out[i] = s
+	}
+	return out, nil
+}
+
+func (b *replayBatch) Append(i int, tokens []int32) error {
+	if i < 0 || i >= len(b.seqs) {
+		return fmt.Errorf("replay policy: no sequence %d", i)
+	}
+	return nil
+}
+
+func (b *replayBatch) Close() error { return nil }

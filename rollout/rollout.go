@@ -1,0 +1,421 @@
+package rollout
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcprl/mcprl/policy"
+	"github.com/mcprl/mcprl/sandbox"
+	"github.com/mcprl/mcprl/task"
+	"github.com/mcprl/mcprl/tokenizer"
+	"github.com/mcprl/mcprl/toolcall"
+)
+
+// Config sizes a rollout, with TRL GRPOConfig's names.
+type Config struct {
+	NumGenerations           int // trajectories per task
+	MaxPromptLength          int // prompt tokens kept (truncated from the left); 0: no limit
+	MaxCompletionLength      int // sampled plus observation tokens per trajectory
+	MaxToolCallingIterations int // rounds of tool execution per trajectory
+	Sample                   policy.SampleOptions
+}
+
+// Runner runs trajectories of tasks against their fixtures' sandboxes.
+type Runner struct {
+	Policy    policy.Policy
+	Tokenizer *tokenizer.Tokenizer
+	Template  *tokenizer.Template
+	Config    Config
+	// Finish, when set, is called once per trajectory as soon as it ends,
+	// while its sandbox is still open (rewards read the sandbox's state),
+	// concurrently with other trajectories. Its error is recorded in the
+	// trajectory's Error.
+	Finish func(ctx context.Context, t *Trajectory, sb *sandbox.Sandbox) error
+}
+
+// Job is one task and the sandbox factory of its fixture.
+type Job struct {
+	Task    *task.Task
+	Factory *sandbox.Factory
+}
+
+// Run runs Config.NumGenerations trajectories of every job concurrently,
+// batching the policy's sampling across all of them. The result holds the
+// trajectories of job j at [j*N, (j+1)*N). A trajectory that fails (its
+// sandbox could not be forked, a tool server crashed) ends with Error set;
+// only a policy failure or a cancelled context ends the run.
+func (r *Runner) Run(ctx context.Context, jobs []Job) ([]*Trajectory, error) {
+	n := r.Config.NumGenerations
+	if n <= 0 {
+		n = 1
+	}
+	stops, err := r.stopIDs()
+	if err != nil {
+		return nil, err
+	}
+	opts := r.Config.Sample
+	opts.StopIDs = append(append([]int32(nil), opts.StopIDs...), stops.all...)
+
+	states := make([]*state, len(jobs)*n)
+	prompts := make([][]int32, len(states))
+	for j, job := range jobs {
+		st, err := r.prompt(job)
+		if err != nil {
+			return nil, fmt.Errorf("task %q: %w", job.Task.ID, err)
+		}
+		for g := 0; g < n; g++ {
+			s := &state{job: job, messages: append([]task.Message(nil), st.messages...), tools: st.tools, traj: &Trajectory{Task: job.Task}}
+			s.traj.Tokens = append([]int32(nil), st.ids...)
+			s.traj.Mask = make([]uint8, len(st.ids))
+			s.traj.OldLogProbs = make([]float32, len(st.ids))
+			s.traj.PromptLen = len(st.ids)
+			states[j*n+g] = s
+			prompts[j*n+g] = st.ids
+		}
+	}
+
+	var finishing sync.WaitGroup
+	defer finishing.Wait()
+	end := func(s *state) {
+		s.done = true
+		finishing.Add(1)
+		go func() {
+			defer finishing.Done()
+			if r.Finish != nil && s.sb != nil {
+				if err := r.Finish(ctx, s.traj, s.sb); err != nil && s.traj.Error == "" {
+					s.traj.Error = err.Error()
+				}
+			}
+			if s.sb != nil {
+				s.sb.Close()
+			}
+		}()
+	}
+	// Fork every sandbox concurrently.
+	var wg sync.WaitGroup
+	for _, s := range states {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sb, err := s.job.Factory.Fork(ctx)
+			if err != nil {
+				s.traj.Error = fmt.Sprintf("sandbox fork: %v", err)
+				return
+			}
+			s.sb = sb
+		}()
+	}
+	wg.Wait()
+	for _, s := range states {
+		if s.sb == nil {
+			end(s)
+		}
+	}
+
+	batch, err := r.Policy.NewBatch(ctx, prompts, opts)
+	if err != nil {
+		for _, s := range states {
+			if !s.done {
+				end(s)
+			}
+		}
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	defer batch.Close()
+
+	for {
+		maxNew := make([]int, len(states))
+		active := 0
+		for i, s := range states {
+			if s.done {
+				continue
+			}
+			left := r.Config.MaxCompletionLength - s.completionLen()
+			if left <= 0 {
+				s.traj.Truncated = true
+				end(s)
+				continue
+			}
+			maxNew[i] = left
+			active++
+		}
+		if active == 0 {
+			break
+		}
+		samples, err := batch.Generate(ctx, maxNew)
+		if err != nil {
+			for _, s := range states {
+				if !s.done {
+					s.traj.Error = fmt.Sprintf("policy: %v", err)
+					end(s)
+				}
+			}
+			return nil, fmt.Errorf("policy: %w", err)
+		}
+		// Each active trajectory handles its turn (parse, call tools,
+		// build the observation) concurrently with the others.
+		obs := make([][]int32, len(states))
+		for i, s := range states {
+			if maxNew[i] == 0 {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				obs[i] = r.turn(ctx, s, samples[i], stops)
+			}()
+		}
+		wg.Wait()
+		for i, s := range states {
+			if maxNew[i] == 0 {
+				continue
+			}
+			if s.done || obs[i] == nil {
+				if !s.done {
+					end(s)
+				}
+				continue
+			}
+			if err := batch.Append(i, obs[i]); err != nil {
+				return nil, fmt.Errorf("policy: append observation: %w", err)
+			}
+		}
+	}
+	finishing.Wait()
+	out := make([]*Trajectory, len(states))
+	for i, s := range states {
+		out[i] = s.traj
+	}
+	return out, ctx.Err()
+}
+
+// state is one trajectory in flight.
+type state struct {
+	job      Job
+	sb       *sandbox.Sandbox
+	messages []task.Message
+	tools    []json.RawMessage
+	traj     *Trajectory
+	rounds   int
+	done     bool
+}
+
+func (s *state) completionLen() int { return len(s.traj.Tokens) - s.traj.PromptLen }
+
+type promptState struct {
+	messages []task.Message
+	tools    []json.RawMessage
+	ids      []int32
+}
+
+// prompt renders a job's chat: the task's system prompt, or, when it has
+// none, the chat template's own tool section built from the sandbox's
+// tools/list; then the task as the user's message.
+func (r *Runner) prompt(job Job) (*promptState, error) {
+	st := &promptState{}
+	if job.Task.SystemPrompt != "" {
+		st.messages = append(st.messages, task.Message{Role: "system", Content: job.Task.SystemPrompt})
+	} else {
+		st.tools = toolcall.FunctionSchemas(job.Factory.Tools())
+	}
+	st.messages = append(st.messages, task.Message{Role: "user", Content: job.Task.Task})
+	text, err := r.Template.Render(st.messages, st.tools, true)
+	if err != nil {
+		return nil, fmt.Errorf("render prompt: %w", err)
+	}
+	ids := toInt32(r.Tokenizer.Encode(text))
+	if m := r.Config.MaxPromptLength; m > 0 && len(ids) > m {
+		ids = ids[len(ids)-m:]
+	}
+	st.ids = ids
+	return st, nil
+}
+
+type stopSet struct {
+	endTurn  map[int32]bool // end of the assistant's message: a final answer
+	toolStop int32          // </tool_call>
+	all      []int32
+}
+
+func (r *Runner) stopIDs() (*stopSet, error) {
+	s := &stopSet{endTurn: map[int32]bool{}}
+	for _, name := range []string{"<|im_end|>", "<|endoftext|>"} {
+		if id, ok := r.Tokenizer.TokenID(name); ok {
+			s.endTurn[int32(id)] = true
+			s.all = append(s.all, int32(id))
+		}
+	}
+	if id := r.Tokenizer.EOS(); id >= 0 && !s.endTurn[int32(id)] {
+		s.endTurn[int32(id)] = true
+		s.all = append(s.all, int32(id))
+	}
+	id, ok := r.Tokenizer.TokenID("</tool_call>")
+	if !ok {
+		return nil, fmt.Errorf("tokenizer has no </tool_call> token")
+	}
+	s.toolStop = int32(id)
+	s.all = append(s.all, s.toolStop)
+	return s, nil
+}
+
+// turn records one sampled turn of s and, when it ends in a tool call,
+// runs the calls and returns the observation tokens to append. It returns
+// nil when the trajectory is over.
+func (r *Runner) turn(ctx context.Context, s *state, sample policy.Sample, stops *stopSet) []int32 {
+	t := s.traj
+	for k, id := range sample.IDs {
+		t.Tokens = append(t.Tokens, id)
+		t.Mask = append(t.Mask, 1)
+		lp := float32(0)
+		if k < len(sample.LogProbs) {
+			lp = sample.LogProbs[k]
+		}
+		t.OldLogProbs = append(t.OldLogProbs, lp)
+	}
+	ids := sample.IDs
+	last := int32(-1)
+	if len(ids) > 0 {
+		last = ids[len(ids)-1]
+	}
+	if sample.Stopped && stops.endTurn[last] {
+		ids = ids[:len(ids)-1]
+	}
+	text := r.Tokenizer.Decode(toInt(ids))
+	turn := Turn{Text: text}
+	parsed := toolcall.Parse(text)
+	for _, p := range parsed {
+		c := CallResult{Call: p.Call}
+		if p.Err != nil {
+			c.ParseError = p.Err.Error()
+			c.IsError = true
+			c.Text = "error: " + p.Err.Error()
+		}
+		turn.Calls = append(turn.Calls, c)
+	}
+	t.Turns = append(t.Turns, turn)
+	cur := &t.Turns[len(t.Turns)-1]
+
+	switch {
+	case !sample.Stopped:
+		t.Truncated = true
+		t.Answer = answerText(text)
+		return nil
+	case last != stops.toolStop || len(cur.Calls) == 0:
+		t.Answer = answerText(text)
+		return nil
+	case s.rounds >= r.Config.MaxToolCallingIterations:
+		t.Truncated = true
+		return nil
+	}
+	s.rounds++
+
+	// Run the turn's calls in order: a later call may depend on an
+	// earlier one's effect on the sandbox.
+	toolMsgs := make([]task.Message, 0, len(cur.Calls))
+	for k := range cur.Calls {
+		c := &cur.Calls[k]
+		if c.ParseError == "" {
+			res, err := s.sb.Call(ctx, c.Call.Name, c.Call.Arguments)
+			if err != nil {
+				t.Error = fmt.Sprintf("tool %s: %v", c.Call.Name, err)
+				return nil
+			}
+			c.IsError = res.IsError
+			c.Text = resultText(res)
+			c.Structured = res.StructuredContent
+		}
+		toolMsgs = append(toolMsgs, task.Message{Role: "tool", Content: c.Text, Name: c.Call.Name})
+	}
+	obsText, err := r.observation(s, text, toolMsgs)
+	if err != nil {
+		t.Error = err.Error()
+		return nil
+	}
+	obs := toInt32(r.Tokenizer.Encode(obsText))
+	if s.completionLen()+len(obs) >= r.Config.MaxCompletionLength {
+		t.Truncated = true
+		return nil
+	}
+	for _, id := range obs {
+		t.Tokens = append(t.Tokens, id)
+		t.Mask = append(t.Mask, 0)
+		t.OldLogProbs = append(t.OldLogProbs, 0)
+	}
+	s.messages = append(s.messages, task.Message{Role: "assistant", Content: text})
+	s.messages = append(s.messages, toolMsgs...)
+	return obs
+}
+
+// observation renders the text the chat template puts between the
+// assistant's sampled text and the next assistant turn: the end of the
+// assistant's message, the tool responses, and the next generation prompt.
+// It is the template's own form, cut out of two renders.
+func (r *Runner) observation(s *state, assistant string, toolMsgs []task.Message) (string, error) {
+	before, err := r.Template.Render(s.messages, s.tools, true)
+	if err != nil {
+		return "", fmt.Errorf("render chat: %w", err)
+	}
+	msgs := append(append(append([]task.Message(nil), s.messages...), task.Message{Role: "assistant", Content: assistant}), toolMsgs...)
+	after, err := r.Template.Render(msgs, s.tools, true)
+	if err != nil {
+		return "", fmt.Errorf("render chat: %w", err)
+	}
+	head := before + assistant
+	if !strings.HasPrefix(after, head) {
+		return "", fmt.Errorf("chat template re-renders earlier turns differently; cannot append tool output token-in, token-out")
+	}
+	return after[len(head):], nil
+}
+
+// resultText is the text of a tool result as the model sees it.
+func resultText(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	if len(parts) == 0 && res.StructuredContent != nil {
+		b, _ := json.Marshal(res.StructuredContent)
+		parts = append(parts, string(b))
+	}
+	return strings.Join(parts, "\n")
+}
+
+// answerText is an assistant turn's text without its tool-call blocks.
+func answerText(text string) string {
+	for {
+		i := strings.Index(text, "<tool_call>")
+		if i < 0 {
+			break
+		}
+		j := strings.Index(text[i:], "</tool_call>")
+		if j < 0 {
+			text = text[:i]
+			break
+		}
+		text = text[:i] + text[i+j+len("</tool_call>"):]
+	}
+	return strings.TrimSpace(text)
+}
+
+func toInt32(ids []int) []int32 {
+	out := make([]int32, len(ids))
+	for i, id := range ids {
+		out[i] = int32(id)
+	}
+	return out
+}
+
+func toInt(ids []int32) []int {
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		out[i] = int(id)
+	}
+	return out
+}

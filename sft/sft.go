@@ -1,0 +1,249 @@
+// Package sft fine-tunes a policy on golden trajectories: the supervised
+// baseline GRPO must beat. A golden trajectory is replayed through the same
+// rollout loop that GRPO samples with, against the live sandbox, so the
+// tokens it trains on are exactly those a rollout would produce had the
+// policy written the golden turns: the loss covers the assistant's tokens
+// only, never the prompt or tool output.
+package sft
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:staticcheck // GoMLX graph code reads best with the dot import.
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/mcprl/mcprl/grpo"
+	"github.com/mcprl/mcprl/model"
+	"github.com/mcprl/mcprl/policy"
+	"github.com/mcprl/mcprl/rollout"
+	"github.com/mcprl/mcprl/task"
+	"github.com/mcprl/mcprl/tokenizer"
+	"github.com/mcprl/mcprl/toolcall"
+)
+
+// Example is one tokenized golden trajectory.
+type Example struct {
+	TaskID string
+	Tokens []int32
+	Mask   []uint8 // 1 on the assistant's tokens: what the loss covers
+}
+
+// GoldenTurns returns the assistant turns of a task's golden trajectory as
+// the text the policy should write: content, then each tool call in the
+// Qwen/Hermes form ending with </tool_call> (where sampling stops, so each
+// call is one turn), and the final answer ending with <|im_end|>.
+func GoldenTurns(t *task.Task) ([]string, error) {
+	var turns []string
+	for i, m := range t.Golden {
+		if m.Role != "assistant" {
+			continue
+		}
+		// Sampling stops at </tool_call>, so each call is a turn of its own.
+		for j, c := range m.ToolCalls {
+			text := toolcall.RenderCall(c)
+			if j == 0 && m.Content != "" {
+				text = m.Content + "\n" + text
+			}
+			turns = append(turns, text)
+		}
+		if len(m.ToolCalls) == 0 {
+			if i != len(t.Golden)-1 {
+				return nil, fmt.Errorf("task %q: golden message %d: an assistant message without tool calls must be the last", t.ID, i)
+			}
+			turns = append(turns, m.Content+"<|im_end|>")
+		}
+	}
+	if len(turns) == 0 {
+		return nil, fmt.Errorf("task %q: no golden assistant turns", t.ID)
+	}
+	return turns, nil
+}
+
+// Examples replays the golden trajectory of every task through the rollout
+// loop, against each task's live sandbox, and returns the token streams.
+func Examples(ctx context.Context, tok *tokenizer.Tokenizer, tpl *tokenizer.Template, jobs []rollout.Job, maxPrompt, maxCompletion int) ([]Example, error) {
+	scripts := make([][][]int32, len(jobs))
+	iters := 0
+	for i, j := range jobs {
+		turns, err := GoldenTurns(j.Task)
+		if err != nil {
+			return nil, err
+		}
+		iters = max(iters, len(turns))
+		for _, s := range turns {
+			ids := tok.Encode(s)
+			script := make([]int32, len(ids))
+			for k, id := range ids {
+				script[k] = int32(id)
+			}
+			scripts[i] = append(scripts[i], script)
+		}
+	}
+	r := &rollout.Runner{
+		Policy:    &policy.Replay{Scripts: scripts},
+		Tokenizer: tok,
+		Template:  tpl,
+		Config: rollout.Config{
+			NumGenerations: 1, MaxPromptLength: maxPrompt, MaxCompletionLength: maxCompletion,
+			MaxToolCallingIterations: iters,
+		},
+	}
+	trajs, err := r.Run(ctx, jobs)
+	if err != nil {
+		return nil, fmt.Errorf("sft: replay golden trajectories: %w", err)
+	}
+	out := make([]Example, 0, len(trajs))
+	for i, tr := range trajs {
+		if tr.Error != "" {
+			return nil, fmt.Errorf("sft: task %q: golden trajectory failed: %s", jobs[i].Task.ID, tr.Error)
+		}
+		if tr.Truncated {
+			return nil, fmt.Errorf("sft: task %q: golden trajectory does not fit max_completion_length %d", jobs[i].Task.ID, maxCompletion)
+		}
+		out = append(out, Example{TaskID: jobs[i].Task.ID, Tokens: tr.Tokens, Mask: tr.Mask})
+	}
+	return out, nil
+}
+
+// Trainer minimizes the mean negative log-likelihood of the assistant's
+// tokens of the examples, with the same optimizer (AdamW, clipping,
+// schedule), metrics file and checkpoints as GRPO.
+type Trainer struct {
+	Config       *grpo.Config // TrainingArguments' names: learning_rate, max_steps, per_device_train_batch_size, ...
+	Model        *model.Model
+	TokenizerDir string
+	Examples     []Example
+	Progress     io.Writer
+}
+
+// Train runs max_steps optimizer steps (or num_train_epochs over the
+// examples), logging to metrics.jsonl and saving final/.
+func (t *Trainer) Train(ctx context.Context) error {
+	cfg := t.Config
+	if len(t.Examples) == 0 {
+		return fmt.Errorf("sft: no examples")
+	}
+	bs := cfg.PerDeviceTrainBatchSize
+	perEpoch := max(len(t.Examples)/bs, 1)
+	total := cfg.MaxSteps
+	if total <= 0 {
+		total = int(math.Ceil(cfg.NumTrainEpochs * float64(perEpoch)))
+	}
+	if err := os.MkdirAll(cfg.OutputDir, 0o755); err != nil {
+		return fmt.Errorf("sft: %w", err)
+	}
+	metrics, err := grpo.OpenMetrics(filepath.Join(cfg.OutputDir, "metrics.jsonl"), 0)
+	if err != nil {
+		return err
+	}
+	defer metrics.Close()
+
+	var vars []*mlctx.Variable
+	for v := range t.Model.Ctx.IterVariables() {
+		if v.Trainable && !strings.HasPrefix(v.Scope(), grpo.OptimizerScope) {
+			vars = append(vars, v)
+		}
+	}
+	opt := cfg.Optimizer()
+	step, err := mlctx.NewExec(t.Model.Backend, t.Model.Ctx, func(ctx *mlctx.Context, tokens, attn, mask, lr *Node) (*Node, *Node) {
+		logp := t.Model.TokenLogProbs(ctx, tokens, attn)
+		count := Max(ReduceAllSum(mask), OnesLike(ReduceAllSum(mask)))
+		loss := Div(Neg(ReduceAllSum(Mul(logp, mask))), count)
+		g := logp.Graph()
+		nodes := make([]*Node, len(vars))
+		for i, v := range vars {
+			nodes[i] = v.ValueGraph(g)
+		}
+		norm, err := opt.ApplyGraph(ctx, vars, Gradient(loss, nodes...), lr)
+		if err != nil {
+			panic(err)
+		}
+		return loss, ConvertDType(norm, loss.DType())
+	})
+	if err != nil {
+		return fmt.Errorf("sft: %w", err)
+	}
+
+	longest := 0
+	for _, ex := range t.Examples {
+		longest = max(longest, len(ex.Tokens))
+	}
+	length := model.Bucket(longest)
+	pad := 0
+	if t.Model.Config.PadTokenID != nil {
+		pad = *t.Model.Config.PadTokenID
+	}
+	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x736674)) // "sft"
+	order := rng.Perm(len(t.Examples))
+	window := grpo.NewLogWindow()
+	logEvery := grpo.StepsEvery(cfg.LoggingSteps, total)
+	start := time.Now()
+	st := &grpo.State{MaxSteps: total}
+	for s := 0; s < total; s++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		seqs := make([][]int, bs)
+		masks := make([][]float32, bs)
+		for b := range seqs {
+			k := s*bs + b
+			if k%len(order) == 0 && k > 0 {
+				order = rng.Perm(len(t.Examples))
+			}
+			ex := t.Examples[order[k%len(order)]]
+			seqs[b] = make([]int, len(ex.Tokens))
+			masks[b] = make([]float32, len(ex.Tokens))
+			for i, id := range ex.Tokens {
+				seqs[b][i] = int(id)
+				masks[b][i] = float32(ex.Mask[i])
+			}
+		}
+		tokens, attn, err := model.PadBatch(seqs, length, pad, false)
+		if err != nil {
+			return fmt.Errorf("sft: %w", err)
+		}
+		mask, err := model.PadFloats(masks, length, false)
+		if err != nil {
+			return fmt.Errorf("sft: %w", err)
+		}
+		lr, err := cfg.LearningRateAt(s, total)
+		if err != nil {
+			return err
+		}
+		res, err := step.Exec(tokens, attn, mask, float32(lr))
+		if err != nil {
+			return fmt.Errorf("sft: step %d: %w", s+1, err)
+		}
+		loss := float64(tensors.ToScalar[float32](res[0]))
+		window.AddStep(loss, float64(tensors.ToScalar[float32](res[1])))
+		st.GlobalStep = s + 1
+		st.Epoch = float64(s+1) / float64(perEpoch)
+		if t.Progress != nil {
+			fmt.Fprintf(t.Progress, "\rsft step %d/%d  loss %.4f  %.2fs/step ", s+1, total, loss, time.Since(start).Seconds()/float64(s+1))
+		}
+		if (s+1)%logEvery == 0 || s+1 == total {
+			next, _ := cfg.LearningRateAt(s+1, total)
+			logs := window.Flush(next)
+			logs["step"] = float64(s + 1)
+			logs["epoch"] = st.Epoch
+			rec := grpo.MetricsRecord(logs)
+			if err := metrics.Write(rec); err != nil {
+				return err
+			}
+			st.LogHistory = append(st.LogHistory, rec)
+		}
+	}
+	if t.Progress != nil {
+		fmt.Fprintln(t.Progress)
+	}
+	return grpo.SaveCheckpoint(filepath.Join(cfg.OutputDir, "final"), t.Model, t.TokenizerDir, st)
+}
