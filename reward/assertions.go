@@ -250,7 +250,7 @@ func (a *Assertions) checkExpr(src string, facts Facts) (Check, error) {
 	// An assertion about the linter's exit code cannot hold when the linter
 	// never ran (else "exit_code != 0" would reward skipping it).
 	if facts.ExitCode == nil && exitCodeIdent.MatchString(src) {
-		return Check{Name: src, Why: "run_linter was never called, so exit_code is unknown"}, nil
+		return Check{Name: src, Why: "no run_linter call gave an exit code (never called, or refused), so exit_code is unknown"}, nil
 	}
 	v, err := expr.Run(p, facts)
 	if err != nil {
