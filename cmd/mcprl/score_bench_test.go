@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,19 +32,7 @@ func BenchmarkScoreSeedVsPython(b *testing.B) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
-	seedDir, _ := filepath.Abs(filepath.Join("..", "..", "reward", "testdata", "seed"))
-	corpus := filepath.Join(dir, "bench.jsonl")
-	f, err := os.Create(corpus)
-	if err != nil {
-		b.Fatal(err)
-	}
-	gen := exec.Command(py, filepath.Join(seedDir, "gen_corpus.py"), "bench", "50000")
-	var genErr bytes.Buffer
-	gen.Stdout, gen.Stderr = f, &genErr
-	if err := gen.Run(); err != nil {
-		b.Fatalf("gen_corpus: %v\n%s", err, genErr.String())
-	}
-	f.Close()
+	seedDir, corpus := benchCorpus(b, py, dir)
 	pyOut, goOut := filepath.Join(dir, "py.jsonl"), filepath.Join(dir, "go.jsonl")
 	run := func(out string, name string, args ...string) (wall, cpu time.Duration) {
 		o, err := os.Create(out)
@@ -88,6 +78,42 @@ func BenchmarkScoreSeedVsPython(b *testing.B) {
 	b.ReportMetric(float64(med(pyWall))/float64(med(goWall)), "x-faster-wall")
 	b.ReportMetric(float64(med(pyCPU))/float64(med(goCPU)), "x-less-cpu")
 	b.ReportMetric(0, "ns/op")
+}
+
+// benchCorpus writes the 50,000 benchmark completions into dir.
+func benchCorpus(b *testing.B, py, dir string) (seedDir, corpus string) {
+	seedDir, _ = filepath.Abs(filepath.Join("..", "..", "reward", "testdata", "seed"))
+	corpus = filepath.Join(dir, "bench.jsonl")
+	f, err := os.Create(corpus)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	gen := exec.Command(py, filepath.Join(seedDir, "gen_corpus.py"), "bench", "50000")
+	var genErr bytes.Buffer
+	gen.Stdout, gen.Stderr = f, &genErr
+	if err := gen.Run(); err != nil {
+		b.Fatalf("gen_corpus: %v\n%s", err, genErr.String())
+	}
+	return seedDir, corpus
+}
+
+// BenchmarkScoreSeedInProcess is the scoring part of `mcprl score --reward
+// seed` alone (no process start): the 50,000 completions on one worker,
+// reported per completion.
+func BenchmarkScoreSeedInProcess(b *testing.B) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		b.Skip("python3 is not on PATH (it generates the corpus)")
+	}
+	_, corpus := benchCorpus(b, py, b.TempDir())
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := runScore(context.Background(), scoreOptions{rewards: "seed", completions: corpus, workers: 1}, io.Discard, io.Discard); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/50000, "ns/completion")
 }
 
 func rewards(b *testing.B, path string) []float64 {
