@@ -19,5 +19,6 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newTrainCmd())
 	root.AddCommand(newSFTCmd())
 	root.AddCommand(newModelCmd())
+	root.AddCommand(newEvalCmd())
 	return root
 }

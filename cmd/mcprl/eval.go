@@ -1,0 +1,279 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcprl/mcprl/eval"
+	"github.com/mcprl/mcprl/grpo"
+	"github.com/mcprl/mcprl/policy"
+	"github.com/mcprl/mcprl/sandbox"
+	"github.com/mcprl/mcprl/task"
+	"github.com/mcprl/mcprl/tokenizer"
+)
+
+// evalFlags are eval's own knobs beyond the shared runFlags.
+type evalFlags struct {
+	k, samples, batch, maxPrompt, maxCompletion, iters, topK int
+	seed                                                     int64
+	temperature, topP                                        float64
+	json, golden                                             bool
+}
+
+func newEvalCmd() *cobra.Command {
+	var (
+		flags runFlags
+		ef    evalFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "eval --model DIR --tasks FILE [--fixtures DIR] [--k K] [--json] [--seed S] [--temperature T] [--dsn DSN] [--output-dir DIR] [--golden]",
+		Short: "Evaluate a policy on tasks in live sandboxes: success rate, pass@k, tool use, self-correction",
+		Long: `eval runs every task K times (--samples N times, N >= K, for a sharper pass@k) through the same
+rollout loop as train, each trajectory in its own sandbox fork with its tool calls executed over MCP, and
+scores each by its task's ground_truth_assertions while its sandbox is still open. It reports, overall and
+per task category:
+
+  success_rate          share of trajectories in which every assertion holds
+  pass_at_k             mean over tasks of the unbiased pass@k estimator 1 - C(n-c,k)/C(n,k)
+  tool_accuracy         share of tool calls that are well-formed, name a catalog tool and did not error
+  hallucination_rate    share of tool calls naming a tool outside the catalog
+  format_error_rate     share of tool calls that could not be parsed
+  mean_turns            assistant turns per trajectory
+  self_correction_rate  among trajectories with a failed or empty tool call, the share that succeeded
+
+as a table, or with --json as one JSON object. With --output-dir it saves every trajectory (turns, calls,
+results, reward breakdown) to DIR/trajectories.jsonl and the report to DIR/report.json.
+
+--golden replays each task's golden trajectory instead of sampling a model: the upper bound a careful agent
+reaches, and a check that a task set's assertions hold (without --model it uses the embedded small tokenizer).
+--config reads model, tasks, fixtures, dsn and the generation settings (max_prompt_length,
+max_completion_length, max_tool_calling_iterations, temperature, top_p, top_k, seed) from a train config;
+flags override it. Results are deterministic for a given seed and batch size.
+
+Examples:
+  mcprl eval --golden --tasks examples/experiment/heldout_tasks.jsonl --fixtures examples/fixtures
+  mcprl eval --model runs/grpo/final --tasks examples/experiment/heldout_tasks.jsonl --fixtures examples/fixtures --k 4 --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runEval(cmd, &flags, &ef)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&flags.config, "config", "", "train config (YAML) to read model, tasks, fixtures, dsn and generation settings from (optional)")
+	fl.StringVar(&flags.model, "model", "", "HF-format model directory with tokenizer files (the policy to evaluate)")
+	fl.StringVar(&flags.tasks, "tasks", "", "tasks JSONL file to evaluate on")
+	fl.StringVar(&flags.fixtures, "fixtures", "", "directory of fixtures, each named by a task's \"fixture\" (default: the config's, else examples/fixtures)")
+	fl.StringVar(&flags.outputDir, "output-dir", "", "save trajectories.jsonl and report.json here")
+	fl.StringVar(&flags.dsn, "dsn", "", "PostgreSQL DSN for the sandboxes' databases (default: embedded SQLite)")
+	fl.IntVar(&ef.k, "k", 1, "pass@k's k; also the samples per task unless --samples is given")
+	fl.IntVar(&ef.samples, "samples", 0, "trajectories per task, n >= k (default: k)")
+	fl.BoolVar(&ef.json, "json", false, "print one JSON object instead of the table")
+	fl.Int64Var(&ef.seed, "seed", 42, "sampling seed")
+	fl.Float64Var(&ef.temperature, "temperature", 1.0, "sampling temperature (0: greedy)")
+	fl.Float64Var(&ef.topP, "top-p", 1.0, "nucleus sampling: keep the smallest set of tokens with this much probability")
+	fl.IntVar(&ef.topK, "top-k", 0, "keep the k most likely tokens (0: all)")
+	fl.IntVar(&ef.maxPrompt, "max-prompt-length", 0, "prompt tokens kept, from the left (0: all)")
+	fl.IntVar(&ef.maxCompletion, "max-completion-length", 512, "sampled plus tool-output tokens per trajectory")
+	fl.IntVar(&ef.iters, "max-tool-calling-iterations", 4, "rounds of tool execution per trajectory")
+	fl.IntVar(&ef.batch, "batch-size", 32, "trajectories sampled together (whole tasks); results depend on it")
+	fl.BoolVar(&ef.golden, "golden", false, "replay each task's golden trajectory instead of sampling the model")
+	return cmd
+}
+
+func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags) error {
+	ctx := cmd.Context()
+	stderr := cmd.ErrOrStderr()
+	fl := cmd.Flags()
+	cfg := grpo.Default()
+	iters := ef.iters
+	if flags.config != "" {
+		c, err := flags.loadConfig(stderr)
+		if err != nil {
+			return err
+		}
+		cfg = *c
+		if cfg.MaxToolCallingIterations != nil && !fl.Changed("max-tool-calling-iterations") {
+			iters = *cfg.MaxToolCallingIterations
+		}
+	} else {
+		cfg.Model, cfg.Tasks, cfg.Fixtures, cfg.OutputDir, cfg.DSN = flags.model, flags.tasks, flags.fixtures, flags.outputDir, flags.dsn
+		cfg.MaxPromptLength, cfg.MaxCompletionLength = ef.maxPrompt, ef.maxCompletion
+		cfg.Temperature, cfg.TopP, cfg.TopK, cfg.Seed = ef.temperature, ef.topP, ef.topK, ef.seed
+	}
+	// Flags given explicitly win over the config.
+	for name, apply := range map[string]func(){
+		"max-prompt-length":     func() { cfg.MaxPromptLength = ef.maxPrompt },
+		"max-completion-length": func() { cfg.MaxCompletionLength = ef.maxCompletion },
+		"temperature":           func() { cfg.Temperature = ef.temperature },
+		"top-p":                 func() { cfg.TopP = ef.topP },
+		"top-k":                 func() { cfg.TopK = ef.topK },
+		"seed":                  func() { cfg.Seed = ef.seed },
+	} {
+		if fl.Changed(name) {
+			apply()
+		}
+	}
+	if flags.config != "" && !fl.Changed("output-dir") {
+		cfg.OutputDir = "" // a train config's output_dir is where training writes, not eval
+	}
+	samples := ef.samples
+	if samples <= 0 {
+		samples = ef.k
+	}
+	if ef.k < 1 || samples < ef.k {
+		return fmt.Errorf("--k %d and --samples %d: need 1 <= k <= samples", ef.k, samples)
+	}
+	if cfg.Fixtures == "" {
+		cfg.Fixtures = "examples/fixtures"
+	}
+	if cfg.Tasks == "" {
+		return errors.New("--tasks is required")
+	}
+
+	var (
+		ws  *workspace
+		err error
+	)
+	switch {
+	case ef.golden && cfg.Model == "":
+		ws, err = loadTasksOnly(ctx, cfg.Tasks, cfg.Fixtures, cfg.DSN, stderr)
+	default:
+		ws, err = load(ctx, cfg.Model, cfg.Tasks, cfg.Fixtures, cfg.DSN, stderr)
+	}
+	if err != nil {
+		return err
+	}
+	defer ws.Close()
+
+	ecfg := eval.Config{
+		Samples: samples, K: ef.k, BatchSize: ef.batch,
+		MaxPromptLength: cfg.MaxPromptLength, MaxCompletionLength: cfg.MaxCompletionLength,
+		MaxToolCallingIterations: iters,
+		Sample:                   policy.SampleOptions{Temperature: cfg.Temperature, TopP: cfg.TopP, TopK: cfg.TopK, Seed: cfg.Seed},
+	}
+	var pol eval.PolicyFor
+	if ef.golden {
+		gi, err := eval.GoldenIterations(ws.tasks)
+		if err != nil {
+			return err
+		}
+		ecfg.MaxToolCallingIterations = max(ecfg.MaxToolCallingIterations, gi)
+		if !fl.Changed("max-completion-length") {
+			ecfg.MaxCompletionLength = max(ecfg.MaxCompletionLength, 4096)
+		}
+		pol = eval.Golden(ws.tok)
+	} else {
+		pol = eval.Fixed(&policy.Model{M: ws.model, Capacity: ecfg.SessionCapacity()})
+	}
+	ev := &eval.Evaluator{Policy: pol, Tokenizer: ws.tok, Template: ws.tpl, Sandboxes: ws.factories, Config: ecfg, Progress: stderr}
+	start := time.Now()
+	res, err := ev.Run(ctx, ws.tasks)
+	if err != nil {
+		return err
+	}
+	rep, err := eval.Summarize(res, ef.k)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "eval: %d tasks x %d samples in %.1fs\n", rep.NTasks, samples, time.Since(start).Seconds())
+	if cfg.OutputDir != "" {
+		if err := saveEval(cfg.OutputDir, res, rep); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "eval: trajectories in %s\n", filepath.Join(cfg.OutputDir, "trajectories.jsonl"))
+	}
+	out := cmd.OutOrStdout()
+	if ef.json {
+		b, err := json.Marshal(rep)
+		if err != nil {
+			return fmt.Errorf("eval: %w", err)
+		}
+		_, err = fmt.Fprintf(out, "%s\n", b)
+		return err
+	}
+	return rep.WriteTable(out)
+}
+
+// saveEval writes trajectories.jsonl and report.json to dir.
+func saveEval(dir string, res []*eval.Sample, rep *eval.Report) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	f, err := os.Create(filepath.Join(dir, "trajectories.jsonl"))
+	if err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	w := bufio.NewWriter(f)
+	if err := eval.WriteJSONL(w, res); err != nil {
+		f.Close()
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return fmt.Errorf("eval: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	return os.WriteFile(filepath.Join(dir, "report.json"), append(b, '\n'), 0o644)
+}
+
+// loadTasksOnly is load without a model: the embedded small tokenizer (its
+// chat template is Qwen2.5's), the tasks and a sandbox factory per fixture.
+// It serves --golden, where no model samples.
+func loadTasksOnly(ctx context.Context, tasksPath, fixturesDir, dsn string, warn io.Writer) (*workspace, error) {
+	w := &workspace{factories: map[string]*sandbox.Factory{}}
+	var err error
+	if w.tok, err = tokenizer.Small(); err != nil {
+		return nil, err
+	}
+	if w.tpl, err = w.tok.Template(); err != nil {
+		return nil, err
+	}
+	if fixturesDir == "" {
+		return nil, errors.New("--fixtures is required")
+	}
+	fixtures, err := task.LoadFixtures(fixturesDir)
+	if err != nil {
+		return nil, err
+	}
+	w.tasks, err = task.Load(tasksPath, task.LoadOptions{Fixtures: fixtures, SkipBad: true})
+	var skip *task.SkipError
+	if errors.As(err, &skip) {
+		fmt.Fprintf(warn, "warning: %v\n", err)
+	} else if err != nil {
+		return nil, err
+	}
+	if len(w.tasks) == 0 {
+		return nil, fmt.Errorf("%s: no usable tasks", tasksPath)
+	}
+	for _, t := range w.tasks {
+		if t.Fixture == "" {
+			w.Close()
+			return nil, fmt.Errorf("%s: task %q names no fixture to run its tools against", tasksPath, t.ID)
+		}
+		if _, ok := w.factories[t.Fixture]; ok {
+			continue
+		}
+		f, err := sandbox.NewFactory(ctx, fixtures[t.Fixture], sandbox.Options{DSN: dsn})
+		if err != nil {
+			w.Close()
+			return nil, fmt.Errorf("fixture %q: %w", t.Fixture, err)
+		}
+		w.factories[t.Fixture] = f
+	}
+	return w, nil
+}

@@ -1,0 +1,357 @@
+// Package eval measures a policy on tasks in live sandboxes: every task is
+// run n times through the same rollout loop training uses (each trajectory
+// in its own sandbox fork, tool calls executed over MCP), each trajectory is
+// scored by its task's ground_truth_assertions while its sandbox is still
+// open, and the trajectories are summarised as success rate, pass@k (the
+// unbiased estimator), tool accuracy, hallucinated-tool and format-error
+// rates, mean turns and self-correction rate, overall and per category.
+//
+// The policy is anything that implements policy.Policy: a model
+// (policy.Model), or a scripted replay of each task's golden trajectory
+// (Golden), which is the upper bound a careful agent reaches and a check
+// that a task set's assertions hold.
+package eval
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/mcprl/mcprl/model"
+	"github.com/mcprl/mcprl/policy"
+	"github.com/mcprl/mcprl/reward"
+	"github.com/mcprl/mcprl/rollout"
+	"github.com/mcprl/mcprl/sandbox"
+	"github.com/mcprl/mcprl/sft"
+	"github.com/mcprl/mcprl/task"
+	"github.com/mcprl/mcprl/tokenizer"
+)
+
+// Config sizes an evaluation.
+type Config struct {
+	// Samples is n, the trajectories run per task (default 1).
+	Samples int
+	// K is pass@k's k (default Samples); 1 <= K <= Samples.
+	K int
+	// Rollout limits, with TRL's names and meaning (see rollout.Config).
+	MaxPromptLength          int
+	MaxCompletionLength      int
+	MaxToolCallingIterations int
+	// Sample holds temperature, top_p, top_k and the seed. Batch b of a run
+	// samples with seed Sample.Seed*1_000_003 + b.
+	Sample policy.SampleOptions
+	// BatchSize bounds the trajectories sampled together (whole tasks: a
+	// batch holds at least one task's n trajectories); 0 runs all at once.
+	// Results depend on it (it decides the sampling seeds), so keep it fixed
+	// when comparing runs.
+	BatchSize int
+}
+
+func (c Config) samples() int { return max(c.Samples, 1) }
+
+func (c Config) k() int {
+	if c.K <= 0 {
+		return c.samples()
+	}
+	return c.K
+}
+
+// SessionCapacity is the KV-cache size a policy.Model needs for one batch
+// under c: the prompt chunk, then per turn its sampled tokens and its
+// observation chunk (the bound the GRPO trainer uses).
+func (c Config) SessionCapacity() int {
+	prompt := c.MaxPromptLength
+	if prompt <= 0 {
+		prompt = 2048
+	}
+	iters := c.MaxToolCallingIterations
+	return model.Bucket(prompt) + (iters+1)*c.MaxCompletionLength + iters*model.Bucket(c.MaxCompletionLength)
+}
+
+// PolicyFor returns the policy that samples one batch, in which tasks[j]
+// is run n times as sequences j*n .. j*n+n-1.
+type PolicyFor func(tasks []*task.Task, n int) (policy.Policy, error)
+
+// Fixed samples every batch from p (a model).
+func Fixed(p policy.Policy) PolicyFor {
+	return func([]*task.Task, int) (policy.Policy, error) { return p, nil }
+}
+
+// Scripted replays, for every sample of a task, the assistant turns that
+// turns gives for it (each turn's text is tokenized with tok; a turn that
+// should end the trajectory ends with <|im_end|>). Whatever the tools
+// answer, the script goes on: it is an agent that cannot adapt.
+func Scripted(tok *tokenizer.Tokenizer, turns func(*task.Task) ([]string, error)) PolicyFor {
+	return func(tasks []*task.Task, n int) (policy.Policy, error) {
+		scripts := make([][][]int32, 0, len(tasks)*n)
+		for _, t := range tasks {
+			texts, err := turns(t)
+			if err != nil {
+				return nil, err
+			}
+			script := make([][]int32, len(texts))
+			for i, s := range texts {
+				ids := tok.Encode(s)
+				script[i] = make([]int32, len(ids))
+				for k, id := range ids {
+					script[i][k] = int32(id)
+				}
+			}
+			for range n {
+				scripts = append(scripts, script)
+			}
+		}
+		return &policy.Replay{Scripts: scripts}, nil
+	}
+}
+
+// Golden replays each task's golden trajectory (sft.GoldenTurns).
+func Golden(tok *tokenizer.Tokenizer) PolicyFor { return Scripted(tok, sft.GoldenTurns) }
+
+// GoldenIterations is the number of tool-calling rounds the longest golden
+// trajectory of tasks needs (for Config.MaxToolCallingIterations).
+func GoldenIterations(tasks []task.Task) (int, error) {
+	iters := 0
+	for i := range tasks {
+		turns, err := sft.GoldenTurns(&tasks[i])
+		if err != nil {
+			return 0, err
+		}
+		iters = max(iters, len(turns))
+	}
+	return iters, nil
+}
+
+// Evaluator runs tasks against their fixtures' sandboxes.
+type Evaluator struct {
+	Policy    PolicyFor
+	Tokenizer *tokenizer.Tokenizer
+	Template  *tokenizer.Template
+	// Sandboxes maps a fixture name to its sandbox factory.
+	Sandboxes map[string]*sandbox.Factory
+	Config    Config
+	// Progress receives a line per batch; nil prints nothing.
+	Progress io.Writer
+}
+
+// Sample is one scored trajectory.
+type Sample struct {
+	Task *task.Task
+	// Index is the sample's number among its task's n (0-based).
+	Index      int
+	Trajectory *rollout.Trajectory
+	// Catalog names the tools the agent was offered.
+	Catalog []string
+	// Assertions is the task's ground_truth_assertions score (the share that
+	// hold live); Verifiable is the training reward "verifiable", for
+	// inspection. Both are zero when ScoreError is set.
+	Assertions reward.Score
+	Verifiable reward.Score
+	// ScoreError says why the trajectory could not be scored (its sandbox
+	// failed, an oracle failed); empty otherwise.
+	ScoreError string
+}
+
+// Success reports whether every assertion of the task held.
+func (s *Sample) Success() bool {
+	return s.ScoreError == "" && s.Trajectory != nil && s.Trajectory.Error == "" &&
+		len(s.Task.GroundTruthAssertions) > 0 && s.Assertions.Value == 1
+}
+
+// Run runs every task Config.Samples times and returns the scored
+// trajectories, task by task in the order given, samples in order.
+func (e *Evaluator) Run(ctx context.Context, tasks []task.Task) ([]*Sample, error) {
+	cfg := e.Config
+	n := cfg.samples()
+	if k := cfg.k(); k > n {
+		return nil, fmt.Errorf("eval: k=%d exceeds the %d samples per task", k, n)
+	}
+	per := len(tasks)
+	if cfg.BatchSize > 0 {
+		per = max(cfg.BatchSize/n, 1)
+	}
+	batches := (len(tasks) + per - 1) / per
+	out := make([]*Sample, 0, len(tasks)*n)
+	for b := 0; b < batches; b++ {
+		chunk := tasks[b*per : min((b+1)*per, len(tasks))]
+		start := time.Now()
+		got, err := e.batch(ctx, chunk, int64(b))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+		if e.Progress != nil {
+			ok := 0
+			for _, s := range got {
+				if s.Success() {
+					ok++
+				}
+			}
+			fmt.Fprintf(e.Progress, "eval: batch %d/%d: %d tasks x %d samples, %d succeeded, %.1fs\n",
+				b+1, batches, len(chunk), n, ok, time.Since(start).Seconds())
+		}
+	}
+	return out, nil
+}
+
+type scored struct {
+	assertions, verifiable reward.Score
+	err                    string
+}
+
+func (e *Evaluator) batch(ctx context.Context, tasks []task.Task, b int64) ([]*Sample, error) {
+	cfg := e.Config
+	n := cfg.samples()
+	jobs := make([]rollout.Job, len(tasks))
+	ptrs := make([]*task.Task, len(tasks))
+	for i := range tasks {
+		t := &tasks[i]
+		f := e.Sandboxes[t.Fixture]
+		if f == nil {
+			return nil, fmt.Errorf("eval: task %q: no sandbox for fixture %q", t.ID, t.Fixture)
+		}
+		jobs[i] = rollout.Job{Task: t, Factory: f}
+		ptrs[i] = t
+	}
+	pol, err := e.Policy(ptrs, n)
+	if err != nil {
+		return nil, fmt.Errorf("eval: %w", err)
+	}
+	opts := cfg.Sample
+	opts.Seed = cfg.Sample.Seed*1_000_003 + b
+	var mu sync.Mutex
+	scores := map[*rollout.Trajectory]scored{}
+	r := &rollout.Runner{
+		Policy:    pol,
+		Tokenizer: e.Tokenizer,
+		Template:  e.Template,
+		Config: rollout.Config{
+			NumGenerations:           n,
+			MaxPromptLength:          cfg.MaxPromptLength,
+			MaxCompletionLength:      cfg.MaxCompletionLength,
+			MaxToolCallingIterations: cfg.MaxToolCallingIterations,
+			Sample:                   opts,
+		},
+		Finish: func(ctx context.Context, tr *rollout.Trajectory, sb *sandbox.Sandbox) error {
+			in := &reward.Input{Task: tr.Task, Trajectory: tr, Sandbox: sb}
+			var s scored
+			a, err := reward.NewAssertions().Score(ctx, in)
+			if err == nil {
+				var v reward.Score
+				if v, err = reward.Verifiable().Score(ctx, in); err == nil {
+					s.assertions, s.verifiable = a, v
+				}
+			}
+			if err != nil {
+				s.err = err.Error()
+			}
+			mu.Lock()
+			scores[tr] = s
+			mu.Unlock()
+			return nil
+		},
+	}
+	trajs, err := r.Run(ctx, jobs)
+	if err != nil {
+		return nil, fmt.Errorf("eval: rollout: %w", err)
+	}
+	out := make([]*Sample, len(trajs))
+	for i, tr := range trajs {
+		t := ptrs[i/n]
+		s := &Sample{Task: t, Index: i % n, Trajectory: tr, Catalog: toolNames(e.Sandboxes[t.Fixture])}
+		sc, ok := scores[tr]
+		switch {
+		case !ok:
+			s.ScoreError = "not scored: " + tr.Error
+		case sc.err != "":
+			s.ScoreError = sc.err
+		default:
+			s.Assertions, s.Verifiable = sc.assertions, sc.verifiable
+		}
+		out[i] = s
+	}
+	return out, nil
+}
+
+func toolNames(f *sandbox.Factory) []string {
+	var names []string
+	for _, t := range f.Tools() {
+		names = append(names, t.Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Record is a scored trajectory as saved for inspection (one JSON line).
+type Record struct {
+	TaskID    string       `json:"task_id"`
+	Category  string       `json:"category,omitempty"`
+	Sample    int          `json:"sample"`
+	Success   bool         `json:"success"`
+	Turns     []RecordTurn `json:"turns"`
+	Answer    string       `json:"answer"`
+	Truncated bool         `json:"truncated,omitempty"`
+	// Error is what ended the trajectory early or kept it from being scored.
+	Error string `json:"error,omitempty"`
+	// Reward is the breakdown: {"assertions": score, "verifiable": score},
+	// each with its reason, checks and parts.
+	Reward map[string]reward.Score `json:"reward"`
+}
+
+// RecordTurn is one assistant turn: its text and the calls it made.
+type RecordTurn struct {
+	Text  string       `json:"text"`
+	Calls []RecordCall `json:"calls,omitempty"`
+}
+
+// RecordCall is one tool call and what it returned.
+type RecordCall struct {
+	Name       string          `json:"name"`
+	Arguments  json.RawMessage `json:"arguments,omitempty"`
+	ParseError string          `json:"parse_error,omitempty"`
+	IsError    bool            `json:"is_error,omitempty"`
+	Result     string          `json:"result"`
+}
+
+// Record returns s as saved for inspection.
+func (s *Sample) Record() Record {
+	r := Record{TaskID: s.Task.ID, Category: s.Task.Category, Sample: s.Index, Success: s.Success(), Turns: []RecordTurn{}}
+	if tr := s.Trajectory; tr != nil {
+		r.Answer, r.Truncated, r.Error = tr.Answer, tr.Truncated, tr.Error
+		for _, t := range tr.Turns {
+			rt := RecordTurn{Text: t.Text}
+			for _, c := range t.Calls {
+				rc := RecordCall{Name: c.Call.Name, ParseError: c.ParseError, IsError: c.IsError, Result: c.Text}
+				if json.Valid(c.Call.Arguments) {
+					rc.Arguments = c.Call.Arguments
+				}
+				rt.Calls = append(rt.Calls, rc)
+			}
+			r.Turns = append(r.Turns, rt)
+		}
+	}
+	if s.ScoreError != "" {
+		if r.Error == "" {
+			r.Error = s.ScoreError
+		}
+	} else {
+		r.Reward = map[string]reward.Score{"assertions": s.Assertions, "verifiable": s.Verifiable}
+	}
+	return r
+}
+
+// WriteJSONL writes one Record per sample to w, in order.
+func WriteJSONL(w io.Writer, samples []*Sample) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for _, s := range samples {
+		if err := enc.Encode(s.Record()); err != nil {
+			return fmt.Errorf("eval: write trajectory of %q: %w", s.Task.ID, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,309 @@
+package eval
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/mcprl/mcprl/reward"
+	"github.com/mcprl/mcprl/rollout"
+)
+
+// Rate is a metric that may be undefined (NaN: nothing to measure it on,
+// such as tool accuracy without any call); JSON writes it as null.
+type Rate float64
+
+// Defined reports whether r was measured.
+func (r Rate) Defined() bool { return !math.IsNaN(float64(r)) }
+
+// MarshalJSON implements json.Marshaler.
+func (r Rate) MarshalJSON() ([]byte, error) { return []byte(reward.FormatFloat(float64(r))), nil }
+
+// UnmarshalJSON implements json.Unmarshaler (null reads as NaN).
+func (r *Rate) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*r = Rate(math.NaN())
+		return nil
+	}
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	*r = Rate(f)
+	return nil
+}
+
+func ratio(num, den int) Rate {
+	if den == 0 {
+		return Rate(math.NaN())
+	}
+	return Rate(float64(num) / float64(den))
+}
+
+// Metrics summarise a set of trajectories.
+//
+//   - success_rate: share of trajectories in which every assertion holds
+//     (the assertions reward is 1).
+//   - pass_at_k: mean over tasks of the unbiased pass@k estimator from the
+//     task's n samples and c successes (PassAtK).
+//   - tool_accuracy: share of tool calls that are well-formed, name a tool
+//     of the catalog and did not error (the sandbox refuses invalid
+//     arguments with an error, so this covers valid arguments).
+//   - hallucination_rate: share of tool calls naming a tool outside the
+//     catalog.
+//   - format_error_rate: share of tool calls that could not be parsed
+//     (malformed <tool_call> blocks).
+//   - mean_turns: mean number of assistant turns per trajectory.
+//   - self_correction_rate: among trajectories with a failed or empty tool
+//     call (an error, a malformed call, or a result with no rows and no rows
+//     affected), the share that still succeeded.
+//
+// The call rates pool every call of every trajectory. A rate with nothing
+// to measure it on is null.
+type Metrics struct {
+	SuccessRate        Rate `json:"success_rate"`
+	PassAtK            Rate `json:"pass_at_k"`
+	ToolAccuracy       Rate `json:"tool_accuracy"`
+	HallucinationRate  Rate `json:"hallucination_rate"`
+	FormatErrorRate    Rate `json:"format_error_rate"`
+	MeanTurns          Rate `json:"mean_turns"`
+	SelfCorrectionRate Rate `json:"self_correction_rate"`
+	NTasks             int  `json:"n_tasks"`
+	NTrajectories      int  `json:"n_trajectories"`
+	NSucceeded         int  `json:"n_succeeded"`
+	NCalls             int  `json:"n_calls"`
+	// NSetback counts trajectories with a failed or empty tool call;
+	// NSelfCorrected those of them that succeeded.
+	NSetback       int `json:"n_setback"`
+	NSelfCorrected int `json:"n_self_corrected"`
+	// NErrors counts trajectories ended by an infrastructure failure (a
+	// sandbox or tool server failed) or that could not be scored.
+	NErrors int `json:"n_errors"`
+}
+
+// Report is an evaluation's summary: Metrics over every trajectory, and per
+// task category ("uncategorized" for tasks without one).
+type Report struct {
+	Metrics
+	K          int                 `json:"k"`
+	Samples    int                 `json:"samples"`
+	Categories map[string]*Metrics `json:"categories"`
+}
+
+// CallStats classifies one trajectory's tool calls.
+type CallStats struct {
+	Calls, Accurate, Hallucinated, Malformed int
+	// Setback is true when a call failed (IsError, malformed) or came back
+	// empty.
+	Setback bool
+}
+
+// StatsOf classifies the calls of tr against the catalog.
+func StatsOf(tr *rollout.Trajectory, catalog []string) CallStats {
+	var s CallStats
+	if tr == nil {
+		return s
+	}
+	for _, turn := range tr.Turns {
+		for _, c := range turn.Calls {
+			s.Calls++
+			known := slices.Contains(catalog, c.Call.Name)
+			switch {
+			case c.ParseError != "":
+				s.Malformed++
+				if c.Call.Name != "" && !known {
+					s.Hallucinated++
+				}
+			case !known:
+				s.Hallucinated++
+			case !c.IsError:
+				s.Accurate++
+			}
+			if c.ParseError != "" || c.IsError || Empty(c) {
+				s.Setback = true
+			}
+		}
+	}
+	return s
+}
+
+// Empty reports whether a call succeeded with nothing: a query result with
+// no rows and no rows affected, or a result without text.
+func Empty(c rollout.CallResult) bool {
+	if c.ParseError != "" || c.IsError {
+		return false
+	}
+	if c.Structured != nil {
+		b, err := json.Marshal(c.Structured)
+		if err == nil {
+			var r struct {
+				Columns      *[]string          `json:"columns"`
+				Rows         *[]json.RawMessage `json:"rows"`
+				RowsAffected *int64             `json:"rows_affected"`
+			}
+			if json.Unmarshal(b, &r) == nil && (r.Columns != nil || r.Rows != nil || r.RowsAffected != nil) {
+				rows := r.Rows != nil && len(*r.Rows) > 0
+				affected := r.RowsAffected != nil && *r.RowsAffected != 0
+				return !rows && !affected
+			}
+		}
+	}
+	return strings.TrimSpace(c.Text) == ""
+}
+
+type tally struct {
+	tasks                                    map[string][]bool
+	trajs, ok, turns, errors                 int
+	calls, accurate, hallucinated, malformed int
+	setback, corrected                       int
+}
+
+func (t *tally) add(s *Sample) {
+	if t.tasks == nil {
+		t.tasks = map[string][]bool{}
+	}
+	ok := s.Success()
+	t.tasks[s.Task.ID] = append(t.tasks[s.Task.ID], ok)
+	t.trajs++
+	if ok {
+		t.ok++
+	}
+	if s.ScoreError != "" || (s.Trajectory != nil && s.Trajectory.Error != "") {
+		t.errors++
+	}
+	if s.Trajectory != nil {
+		t.turns += len(s.Trajectory.Turns)
+	}
+	st := StatsOf(s.Trajectory, s.Catalog)
+	t.calls += st.Calls
+	t.accurate += st.Accurate
+	t.hallucinated += st.Hallucinated
+	t.malformed += st.Malformed
+	if st.Setback {
+		t.setback++
+		if ok {
+			t.corrected++
+		}
+	}
+}
+
+func (t *tally) metrics(k int) (*Metrics, error) {
+	m := &Metrics{
+		SuccessRate:        ratio(t.ok, t.trajs),
+		ToolAccuracy:       ratio(t.accurate, t.calls),
+		HallucinationRate:  ratio(t.hallucinated, t.calls),
+		FormatErrorRate:    ratio(t.malformed, t.calls),
+		MeanTurns:          ratio(t.turns, t.trajs),
+		SelfCorrectionRate: ratio(t.corrected, t.setback),
+		NTasks:             len(t.tasks),
+		NTrajectories:      t.trajs,
+		NSucceeded:         t.ok,
+		NCalls:             t.calls,
+		NSetback:           t.setback,
+		NSelfCorrected:     t.corrected,
+		NErrors:            t.errors,
+	}
+	sum := 0.0
+	for id, runs := range t.tasks {
+		c := 0
+		for _, ok := range runs {
+			if ok {
+				c++
+			}
+		}
+		p, err := PassAtK(len(runs), c, k)
+		if err != nil {
+			return nil, fmt.Errorf("task %q: %w", id, err)
+		}
+		sum += p
+	}
+	m.PassAtK = ratio(0, 0)
+	if len(t.tasks) > 0 {
+		m.PassAtK = Rate(sum / float64(len(t.tasks)))
+	}
+	return m, nil
+}
+
+// Uncategorized is the category of tasks that name none.
+const Uncategorized = "uncategorized"
+
+// Summarize computes the report of samples (every task with at least k
+// samples), overall and per category.
+func Summarize(samples []*Sample, k int) (*Report, error) {
+	if k < 1 {
+		return nil, fmt.Errorf("eval: k=%d must be at least 1", k)
+	}
+	var all tally
+	cats := map[string]*tally{}
+	per := map[string]int{}
+	for _, s := range samples {
+		all.add(s)
+		c := s.Task.Category
+		if c == "" {
+			c = Uncategorized
+		}
+		if cats[c] == nil {
+			cats[c] = &tally{}
+		}
+		cats[c].add(s)
+		per[s.Task.ID]++
+	}
+	m, err := all.metrics(k)
+	if err != nil {
+		return nil, fmt.Errorf("eval: %w", err)
+	}
+	n := 0
+	for _, c := range per {
+		if n == 0 || c < n {
+			n = c
+		}
+	}
+	r := &Report{Metrics: *m, K: k, Samples: n, Categories: map[string]*Metrics{}}
+	for name, t := range cats {
+		if r.Categories[name], err = t.metrics(k); err != nil {
+			return nil, fmt.Errorf("eval: %w", err)
+		}
+	}
+	return r, nil
+}
+
+// WriteTable writes the report as a readable table: one row overall, one
+// per category (sorted).
+func (r *Report) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "\ttasks\ttraj\tsuccess\tpass@%d\ttool acc\thalluc\tformat err\tturns\tself-corr\t\n", r.K)
+	row := func(name string, m *Metrics) {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, m.NTasks, m.NTrajectories,
+			pct(m.SuccessRate), pct(m.PassAtK), pct(m.ToolAccuracy), pct(m.HallucinationRate),
+			pct(m.FormatErrorRate), num(m.MeanTurns), fmt.Sprintf("%s (%d/%d)", pct(m.SelfCorrectionRate), m.NSelfCorrected, m.NSetback))
+	}
+	row("overall", &r.Metrics)
+	names := make([]string, 0, len(r.Categories))
+	for name := range r.Categories {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		row(name, r.Categories[name])
+	}
+	return tw.Flush()
+}
+
+func pct(r Rate) string {
+	if !r.Defined() {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(r))
+}
+
+func num(r Rate) string {
+	if !r.Defined() {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", float64(r))
+}
