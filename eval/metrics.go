@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/mcprl/mcprl/reward"
 	"github.com/mcprl/mcprl/rollout"
@@ -273,14 +272,13 @@ func Summarize(samples []*Sample, k int) (*Report, error) {
 }
 
 // WriteTable writes the report as a readable table: one row overall, one
-// per category (sorted).
+// per category (sorted); the first column left-aligned, the numbers right.
 func (r *Report) WriteTable(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "\ttasks\ttraj\tsuccess\tpass@%d\ttool acc\thalluc\tformat err\tturns\tself-corr\t\n", r.K)
+	rows := [][]string{{"category", "tasks", "traj", "success", fmt.Sprintf("pass@%d", r.K), "tool acc", "halluc", "format err", "turns", "self-corr"}}
 	row := func(name string, m *Metrics) {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, m.NTasks, m.NTrajectories,
+		rows = append(rows, []string{name, fmt.Sprint(m.NTasks), fmt.Sprint(m.NTrajectories),
 			pct(m.SuccessRate), pct(m.PassAtK), pct(m.ToolAccuracy), pct(m.HallucinationRate),
-			pct(m.FormatErrorRate), num(m.MeanTurns), fmt.Sprintf("%s (%d/%d)", pct(m.SelfCorrectionRate), m.NSelfCorrected, m.NSetback))
+			pct(m.FormatErrorRate), num(m.MeanTurns), fmt.Sprintf("%s (%d/%d)", pct(m.SelfCorrectionRate), m.NSelfCorrected, m.NSetback)})
 	}
 	row("overall", &r.Metrics)
 	names := make([]string, 0, len(r.Categories))
@@ -291,7 +289,25 @@ func (r *Report) WriteTable(w io.Writer) error {
 	for _, name := range names {
 		row(name, r.Categories[name])
 	}
-	return tw.Flush()
+	width := make([]int, len(rows[0]))
+	for _, cells := range rows {
+		for i, c := range cells {
+			width[i] = max(width[i], len(c))
+		}
+	}
+	var b strings.Builder
+	for _, cells := range rows {
+		for i, c := range cells {
+			if i == 0 {
+				fmt.Fprintf(&b, "%-*s", width[i], c)
+			} else {
+				fmt.Fprintf(&b, "  %*s", width[i], c)
+			}
+		}
+		b.WriteByte('\n')
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 func pct(r Rate) string {
