@@ -19,6 +19,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newTrainCmd())
 	root.AddCommand(newSFTCmd())
 	root.AddCommand(newModelCmd())
+	root.AddCommand(newTasksCmd())
 	root.AddCommand(newEvalCmd())
 	return root
 }

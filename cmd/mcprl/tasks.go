@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcprl/mcprl/task"
+	"github.com/mcprl/mcprl/taskgen"
+)
+
+func newTasksCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "tasks",
+		Short: "Work with task files (generate training tasks from a fixture)",
+		Args:  cobra.NoArgs,
+	}
+	cmd.AddCommand(newTasksGenerateCmd())
+	return cmd
+}
+
+func newTasksGenerateCmd() *cobra.Command {
+	var (
+		fixture, out, dsn string
+		n                 int
+		seed              uint64
+	)
+	cmd := &cobra.Command{
+		Use:   "generate --fixture DIR --out FILE [--n N] [--seed S] [--dsn DSN]",
+		Short: "Generate training tasks with assertions and golden trajectories from a fixture's live database",
+		Long: `generate builds the fixture's database (embedded SQLite, or PostgreSQL with --dsn), reads its live
+schema, foreign keys and value distributions, and writes N tasks as JSONL (the format task.Load reads):
+counts, filters, lists of rows, joins along foreign keys, NULL checks, date comparisons, edge cases
+(values stored in another case or with stray spaces, tables and columns named differently from the
+question's words) and empty results. Each task has a category, one ground_truth_assertion (a SQL
+oracle that was run against the database) and a golden trajectory: query_database calls with their
+recorded observations and a final answer that states the result. The same fixture, backend, --n and
+--seed give the same file.
+
+Example:
+  mcprl tasks generate --fixture examples/fixtures/customers --out /tmp/customers-train.jsonl --n 200 --seed 1`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if fixture == "" || out == "" {
+				return fmt.Errorf("--fixture and --out are required")
+			}
+			fx, err := task.LoadFixture(fixture)
+			if err != nil {
+				return err
+			}
+			tasks, err := taskgen.Generate(cmd.Context(), fx, taskgen.Options{N: n, Seed: seed, DSN: dsn})
+			if err != nil {
+				return err
+			}
+			if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+				return err
+			}
+			f, err := os.Create(out)
+			if err != nil {
+				return err
+			}
+			w := bufio.NewWriter(f)
+			enc := json.NewEncoder(w)
+			enc.SetEscapeHTML(false)
+			perCat := map[string]int{}
+			for i := range tasks {
+				if err := enc.Encode(&tasks[i]); err != nil {
+					f.Close()
+					return fmt.Errorf("write %s: %w", out, err)
+				}
+				perCat[tasks[i].Category]++
+			}
+			if err := w.Flush(); err != nil {
+				f.Close()
+				return fmt.Errorf("write %s: %w", out, err)
+			}
+			if err := f.Close(); err != nil {
+				return fmt.Errorf("write %s: %w", out, err)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d tasks for fixture %s to %s:", len(tasks), fx.Name, out)
+			for _, c := range taskgen.Categories {
+				fmt.Fprintf(cmd.ErrOrStderr(), " %s %d", c, perCat[c])
+			}
+			fmt.Fprintln(cmd.ErrOrStderr())
+			if len(tasks) < n {
+				fmt.Fprintf(cmd.ErrOrStderr(), "note: the fixture offers only %d distinct questions (asked for %d)\n", len(tasks), n)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&fixture, "fixture", "", "fixture directory (schema.sql, data.sql, sandbox.yaml), e.g. examples/fixtures/customers")
+	cmd.Flags().StringVar(&out, "out", "", "JSONL file to write the tasks to")
+	cmd.Flags().IntVar(&n, "n", taskgen.DefaultN, "number of tasks to generate")
+	cmd.Flags().Uint64Var(&seed, "seed", 1, "random seed: the same seed gives the same tasks")
+	cmd.Flags().StringVar(&dsn, "dsn", "", "PostgreSQL DSN to build the fixture in (default: embedded SQLite)")
+	return cmd
+}

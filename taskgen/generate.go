@@ -1,0 +1,322 @@
+// Package taskgen writes training tasks for any fixture by reading its
+// live database: the tables, columns, foreign keys and value distributions
+// it finds through package sqldb become questions (counts, filters, lists,
+// joins, NULLs, dates, edge cases and empty results), each with
+// ground_truth_assertions (SQL oracles in package reward's sense) and a
+// golden trajectory (query_database calls and a final answer that states
+// the oracle's result), recorded from the same database.
+package taskgen
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/mcprl/mcprl/sandbox/sqldb"
+	"github.com/mcprl/mcprl/task"
+	"github.com/mcprl/mcprl/toolcall"
+)
+
+// Categories of generated tasks, in the order the generator cycles through them.
+var Categories = []string{"count", "filter", "list", "join", "null", "date", "edge-case", "empty"}
+
+// DefaultN is the number of tasks Generate writes when Options.N is zero.
+const DefaultN = 100
+
+// DefaultMaxListRows bounds the rows a list task's answer may hold.
+const DefaultMaxListRows = 25
+
+// Options configures Generate.
+type Options struct {
+	// N is the number of tasks to write (DefaultN when zero). Fewer come
+	// back when the fixture does not offer that many distinct questions.
+	N int
+	// Seed makes the choice of questions, values and wordings reproducible.
+	Seed uint64
+	// DSN selects the database the fixture is built in: "" is embedded
+	// SQLite, a postgres:// URL is PostgreSQL (see sqldb.Options).
+	DSN string
+	// MaxListRows bounds the rows of list tasks (DefaultMaxListRows when zero).
+	MaxListRows int
+}
+
+// QueryTool is the tool the golden trajectories call.
+const QueryTool = "query_database"
+
+// Generate builds fx's database, inspects it and returns opts.N tasks (or
+// as many distinct ones as it offers), deterministic under opts.Seed and
+// the backend. Every task's assertions were run against the database and
+// its golden trajectory's observations are the database's own answers.
+func Generate(ctx context.Context, fx *task.Fixture, opts Options) ([]task.Task, error) {
+	if opts.N <= 0 {
+		opts.N = DefaultN
+	}
+	if opts.MaxListRows <= 0 {
+		opts.MaxListRows = DefaultMaxListRows
+	}
+	lim := fx.Config.Limits
+	tpl, err := sqldb.NewTemplate(ctx, fx.SchemaSQL, fx.DataSQL, sqldb.Options{
+		DSN: opts.DSN, StatementTimeout: lim.QueryTimeout, MaxRows: lim.MaxRows, MaxBytes: lim.MaxBytes,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("taskgen: fixture %s: %w", fx.Name, err)
+	}
+	defer tpl.Close()
+	db, err := tpl.Fork(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("taskgen: fixture %s: %w", fx.Name, err)
+	}
+	defer db.Close()
+	s, err := Inspect(ctx, db, tpl.Backend())
+	if err != nil {
+		return nil, err
+	}
+	g := &gen{
+		ctx: ctx, db: db, s: s, fx: fx, opts: opts,
+		rng: rand.New(rand.NewPCG(opts.Seed, 0x6d6370726c746773)),
+	}
+	return g.run()
+}
+
+// step is one golden query_database call and what the agent says before it.
+type step struct{ say, sql string }
+
+// shape is what an oracle's result must look like.
+type shape int
+
+const (
+	oneCell shape = iota // a single value that the answer states
+	rowList              // rows that a query's result surfaces
+)
+
+// cand is one question before it is run against the database.
+type cand struct {
+	cat    string
+	texts  []string // wordings of the same question
+	oracle string   // the ground-truth assertion
+	shape  shape
+	empty  bool // the oracle must return no rows (rowList) or 0 (oneCell)
+	steps  []step
+	answer func(res *sqldb.Result) string // the final answer, from the oracle's result (one cell) or the golden's last observation (rows)
+
+	used map[int]bool // wordings already written
+	ok   bool         // realized once: its queries ran and its result fits
+	msgs []task.Message
+	res  *sqldb.Result // the oracle's result (one cell) or the golden's last observation (rows)
+}
+
+type gen struct {
+	ctx  context.Context
+	db   *sqldb.DB
+	s    *Schema
+	fx   *task.Fixture
+	opts Options
+	rng  *rand.Rand
+}
+
+func (g *gen) run() ([]task.Task, error) {
+	byCat := map[string][]*cand{}
+	for _, c := range g.candidates() {
+		byCat[c.cat] = append(byCat[c.cat], c)
+	}
+	for _, cat := range Categories {
+		cs := byCat[cat]
+		g.rng.Shuffle(len(cs), func(i, j int) { cs[i], cs[j] = cs[j], cs[i] })
+	}
+	var out []task.Task
+	seen := map[string]bool{}
+	add := func(c *cand, wording int) {
+		c.used[wording] = true
+		text := c.texts[wording]
+		seen[strings.ToLower(text)] = true
+		out = append(out, task.Task{
+			ID:                    fmt.Sprintf("%s-%s-%03d", g.fx.Name, c.cat, len(out)+1),
+			Task:                  text,
+			GroundTruthAssertions: []string{c.oracle},
+			Fixture:               g.fx.Name,
+			Golden:                append(append([]task.Message(nil), c.msgs...), task.Message{Role: "assistant", Content: c.answer(c.res)}),
+			Category:              c.cat,
+		})
+	}
+	// freeWording picks an unused wording whose text is new, or -1.
+	freeWording := func(c *cand) int {
+		var free []int
+		for i, t := range c.texts {
+			if !c.used[i] && !seen[strings.ToLower(t)] {
+				free = append(free, i)
+			}
+		}
+		if len(free) == 0 {
+			return -1
+		}
+		return pick(g.rng, free)
+	}
+	// Pass 1: distinct questions, one category after another.
+	next := map[string]int{}
+	for progress := true; progress && len(out) < g.opts.N; {
+		progress = false
+		for _, cat := range Categories {
+			if len(out) >= g.opts.N {
+				break
+			}
+			for next[cat] < len(byCat[cat]) {
+				c := byCat[cat][next[cat]]
+				next[cat]++
+				w := freeWording(c)
+				if w < 0 {
+					continue
+				}
+				ok, err := g.realize(c)
+				if err != nil {
+					return nil, err
+				}
+				if ok {
+					add(c, w)
+					progress = true
+					break
+				}
+			}
+		}
+	}
+	// Pass 2: other wordings of questions already asked.
+	for progress := true; progress && len(out) < g.opts.N; {
+		progress = false
+		for _, cat := range Categories {
+			for _, c := range byCat[cat] {
+				if len(out) >= g.opts.N {
+					break
+				}
+				if !c.ok {
+					continue
+				}
+				if w := freeWording(c); w >= 0 {
+					add(c, w)
+					progress = true
+					break
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// realize runs a candidate's golden queries and oracle once and reports
+// whether the results fit the question.
+func (g *gen) realize(c *cand) (bool, error) {
+	if c.ok {
+		return true, nil
+	}
+	if c.res != nil { // tried before and did not fit
+		return false, nil
+	}
+	c.res = &sqldb.Result{}
+	var msgs []task.Message
+	var last *sqldb.Result
+	for _, st := range c.steps {
+		res, err := g.db.Query(g.ctx, st.sql)
+		var qe *sqldb.QueryError
+		switch {
+		case errors.As(err, &qe):
+			return false, nil // the engine refused it: the question is not for this database
+		case err != nil:
+			return false, fmt.Errorf("taskgen: %s: %w", st.sql, err)
+		case res.Truncated:
+			return false, nil
+		}
+		args, err := sqlArgs(st.sql)
+		if err != nil {
+			return false, err
+		}
+		msgs = append(msgs,
+			task.Message{Role: "assistant", Content: st.say, ToolCalls: []toolcall.Call{{Name: QueryTool, Arguments: args}}},
+			task.Message{Role: "tool", Name: QueryTool, Content: res.Text()})
+		last = res
+	}
+	res, err := g.db.Oracle(g.ctx, c.oracle)
+	if err != nil {
+		if g.ctx.Err() != nil {
+			return false, g.ctx.Err()
+		}
+		return false, nil
+	}
+	if res.Truncated || last == nil {
+		return false, nil
+	}
+	switch c.shape {
+	case oneCell:
+		if len(res.Rows) != 1 || len(res.Columns) != 1 || res.Rows[0][0] == nil {
+			return false, nil
+		}
+		zero := show(res.Rows[0][0]) == "0"
+		if zero != c.empty {
+			return false, nil
+		}
+	case rowList:
+		n := len(res.Rows)
+		if c.empty != (n == 0) || n > g.opts.MaxListRows {
+			return false, nil
+		}
+		// The golden's last query surfaces the oracle's rows.
+		if len(last.Columns) != len(res.Columns) || !sameRows(last.Rows, res.Rows) {
+			return false, nil
+		}
+	}
+	if c.shape == rowList {
+		res = last // its ORDER BY makes the answer read in order
+	}
+	c.res, c.msgs, c.ok = res, msgs, true
+	return true, nil
+}
+
+// sqlArgs writes {"sql": ...} without HTML escaping (SQL has < and >).
+func sqlArgs(sql string) (json.RawMessage, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(struct {
+		SQL string `json:"sql"`
+	}{sql}); err != nil {
+		return nil, err
+	}
+	return json.RawMessage(bytes.TrimSpace(b.Bytes())), nil
+}
+
+func canonCell(v any) string {
+	if f, ok := asFloat(v); ok {
+		if _, isStr := v.(string); !isStr {
+			return strconv.FormatFloat(f, 'g', -1, 64)
+		}
+	}
+	return show(v)
+}
+
+func sameRows(a, b [][]any) bool {
+	key := func(rows [][]any) []string {
+		out := make([]string, len(rows))
+		for i, r := range rows {
+			cells := make([]string, len(r))
+			for j, v := range r {
+				cells[j] = canonCell(v)
+			}
+			out[i] = strings.Join(cells, "\x1f")
+		}
+		sort.Strings(out)
+		return out
+	}
+	ka, kb := key(a), key(b)
+	if len(ka) != len(kb) {
+		return false
+	}
+	for i := range ka {
+		if ka[i] != kb[i] {
+			return false
+		}
+	}
+	return true
+}

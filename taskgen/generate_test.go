@@ -1,0 +1,263 @@
+package taskgen_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcprl/mcprl/internal/pgtest"
+	"github.com/mcprl/mcprl/reward"
+	"github.com/mcprl/mcprl/rollout"
+	"github.com/mcprl/mcprl/sandbox"
+	"github.com/mcprl/mcprl/task"
+	"github.com/mcprl/mcprl/taskgen"
+	"github.com/mcprl/mcprl/toolcall"
+)
+
+var fixtureDirs = map[string]string{
+	"customers": filepath.Join("..", "examples", "fixtures", "customers"),
+	"library":   filepath.Join("testdata", "library"),
+}
+
+func loadFixture(t *testing.T, name string) *task.Fixture {
+	t.Helper()
+	fx, err := task.LoadFixture(fixtureDirs[name])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fx
+}
+
+func generate(t *testing.T, fx *task.Fixture, opts taskgen.Options) []task.Task {
+	t.Helper()
+	tasks, err := taskgen.Generate(context.Background(), fx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tasks
+}
+
+// encode writes tasks as the JSONL that mcprl tasks generate writes.
+func encode(t *testing.T, tasks []task.Task) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	for i := range tasks {
+		if err := enc.Encode(&tasks[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b.Bytes()
+}
+
+// goldenText is the golden trajectory's assistant turns as the policy
+// would write them: content, then each call rendered as a <tool_call>.
+func goldenText(tk *task.Task) string {
+	var b strings.Builder
+	for _, m := range tk.Golden {
+		if m.Role != "assistant" {
+			continue
+		}
+		b.WriteString(m.Content)
+		for _, c := range m.ToolCalls {
+			b.WriteString(toolcall.RenderCall(c))
+		}
+	}
+	return b.String()
+}
+
+// checkTasks loads the generated tasks strictly with task.Load, then
+// replays every golden trajectory through a live sandbox of the fixture
+// (its calls over MCP, on dsn's backend) and scores it with the real
+// reward functions: all assertions must hold and verifiable must be 1, and
+// each recorded observation must be what the sandbox answers.
+func checkTasks(t *testing.T, fx *task.Fixture, tasks []task.Task, dsn string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tasks.jsonl")
+	if err := os.WriteFile(path, encode(t, tasks), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := task.Load(path, task.LoadOptions{Fixtures: map[string]*task.Fixture{fx.Name: fx}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(loaded) != len(tasks) {
+		t.Fatalf("loaded %d of %d tasks", len(loaded), len(tasks))
+	}
+	ctx := context.Background()
+	fac, err := sandbox.NewFactory(ctx, fx, sandbox.Options{DSN: dsn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fac.Close()
+	texts, ids := map[string]string{}, map[string]bool{}
+	assertions, verifiable := reward.NewAssertions(), reward.Verifiable()
+	for i := range loaded {
+		tk := &loaded[i]
+		if prev, dup := texts[strings.ToLower(tk.Task)]; dup {
+			t.Errorf("%s repeats the question of %s: %q", tk.ID, prev, tk.Task)
+		}
+		texts[strings.ToLower(tk.Task)] = tk.ID
+		ids[tk.ID] = true
+		if tk.Fixture != fx.Name || tk.Category == "" || len(tk.GroundTruthAssertions) == 0 || !reward.IsSQL(tk.GroundTruthAssertions[0]) {
+			t.Errorf("%s: fixture %q category %q assertions %q", tk.ID, tk.Fixture, tk.Category, tk.GroundTruthAssertions)
+		}
+		sb, err := fac.Fork(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		traj, err := reward.Replay(ctx, sb, tk, goldenText(tk))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The recorded observations are the sandbox's own answers.
+		var recorded []string
+		for _, m := range tk.Golden {
+			if m.Role == "tool" {
+				recorded = append(recorded, m.Content)
+			}
+		}
+		calls := traj.Calls()
+		if len(calls) != len(recorded) || len(calls) == 0 {
+			t.Errorf("%s: %d calls replayed, %d observations recorded", tk.ID, len(calls), len(recorded))
+		}
+		for j := range calls {
+			if calls[j].IsError {
+				t.Errorf("%s: golden call %d failed: %s", tk.ID, j, calls[j].Text)
+			} else if j < len(recorded) && calls[j].Text != recorded[j] {
+				t.Errorf("%s: observation %d differs from the sandbox's:\n got %q\nwant %q", tk.ID, j, recorded[j], calls[j].Text)
+			}
+		}
+		in := &reward.Input{Task: tk, Trajectory: traj, Sandbox: sb}
+		for _, f := range []reward.Func{assertions, verifiable} {
+			s, err := f.Score(ctx, in)
+			if err != nil {
+				t.Fatalf("%s: %s: %v", tk.ID, f.Name(), err)
+			}
+			if s.Value != 1 {
+				t.Errorf("%s (%s) %q: golden scores %v on %s:\n%s", tk.ID, tk.Category, tk.Task, s.Value, f.Name(), reward.Breakdown(f.Name(), s))
+			}
+		}
+		// A wrong answer must not pass: the same trajectory without its
+		// queries (answer only) fails the assertions.
+		bare := &rollout.Trajectory{Task: tk, Answer: traj.Answer, Turns: []rollout.Turn{{Text: traj.Answer}}}
+		if s, err := assertions.Score(ctx, &reward.Input{Task: tk, Trajectory: bare, Sandbox: sb}); err != nil || s.Value != 0 {
+			t.Errorf("%s: an answer without queries scores %v (%v)", tk.ID, s.Value, err)
+		}
+		// A different oracle over the same trajectory fails: the score
+		// reads the trajectory's results, it is not 1 whatever they are.
+		if a := tk.GroundTruthAssertions[0]; strings.HasPrefix(a, "SELECT COUNT(*) FROM") {
+			wrong := *tk
+			wrong.GroundTruthAssertions = []string{strings.Replace(a, "COUNT(*)", "COUNT(*) + 1", 1)}
+			if s, err := assertions.Score(ctx, &reward.Input{Task: &wrong, Trajectory: traj, Sandbox: sb}); err != nil || s.Value != 0 {
+				t.Errorf("%s: golden scores %v (%v) against the oracle %s", tk.ID, s.Value, err, wrong.GroundTruthAssertions[0])
+			}
+		}
+		if err := sb.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(ids) != len(tasks) {
+		t.Errorf("%d distinct ids for %d tasks", len(ids), len(tasks))
+	}
+}
+
+// TestGenerateGoldenHolds generates tasks for two differently shaped
+// fixtures and checks every one against the live sandbox and the reward.
+func TestGenerateGoldenHolds(t *testing.T) {
+	for _, name := range []string{"customers", "library"} {
+		t.Run(name, func(t *testing.T) {
+			fx := loadFixture(t, name)
+			tasks := generate(t, fx, taskgen.Options{N: 80, Seed: 3})
+			if len(tasks) != 80 {
+				t.Fatalf("%d tasks, want 80", len(tasks))
+			}
+			perCat := map[string]int{}
+			for _, tk := range tasks {
+				perCat[tk.Category]++
+			}
+			for _, c := range taskgen.Categories {
+				if perCat[c] == 0 {
+					t.Errorf("no %s task (%v)", c, perCat)
+				}
+			}
+			t.Logf("%s: %v", name, perCat)
+			checkTasks(t, fx, tasks, "")
+		})
+	}
+}
+
+// TestGenerateEdgeCases checks that the edge cases the fixtures hold are
+// asked about: case/spacing variants answered with normalised matching,
+// synonyms answered after looking up the schema, empty results.
+func TestGenerateEdgeCases(t *testing.T) {
+	fx := loadFixture(t, "library")
+	tasks := generate(t, fx, taskgen.Options{N: 400, Seed: 5})
+	var variants, synonyms, empties int
+	for _, tk := range tasks {
+		a := tk.GroundTruthAssertions[0]
+		switch tk.Category {
+		case "edge-case":
+			if strings.Contains(a, "LOWER(TRIM(") {
+				variants++
+			}
+			if strings.Contains(string(tk.Golden[0].ToolCalls[0].Arguments), "sqlite_schema") {
+				synonyms++
+				for _, table := range []string{"members", "books", "loans"} {
+					if strings.Contains(strings.ToLower(tk.Task), table) && strings.Contains(a, "FROM "+table) && !strings.Contains(a, "WHERE") {
+						t.Errorf("%s: a table synonym task names the table: %q", tk.ID, tk.Task)
+					}
+				}
+			}
+		case "empty":
+			empties++
+		}
+	}
+	if variants < 3 || synonyms < 3 || empties < 3 {
+		t.Errorf("variants %d, synonyms %d, empties %d", variants, synonyms, empties)
+	}
+	// The genre column holds 'fiction', 'Fiction' and 'fiction ': the
+	// variant task's count is the normalised one, not the exact match's.
+	found := false
+	for _, tk := range tasks {
+		if tk.GroundTruthAssertions[0] == "SELECT COUNT(*) FROM books WHERE LOWER(TRIM(genre)) = 'fiction'" {
+			found = true
+			last := tk.Golden[len(tk.Golden)-1].Content
+			if !strings.Contains(last, "6") || !strings.Contains(last, "'fiction '") {
+				t.Errorf("%s: answer %q", tk.ID, last)
+			}
+		}
+	}
+	if !found {
+		t.Error("no task counts the fiction books across spellings")
+	}
+}
+
+func TestGenerateDeterministic(t *testing.T) {
+	fx := loadFixture(t, "customers")
+	a := encode(t, generate(t, fx, taskgen.Options{N: 60, Seed: 7}))
+	b := encode(t, generate(t, fx, taskgen.Options{N: 60, Seed: 7}))
+	c := encode(t, generate(t, fx, taskgen.Options{N: 60, Seed: 8}))
+	if !bytes.Equal(a, b) {
+		t.Error("the same seed gave different tasks")
+	}
+	if bytes.Equal(a, c) {
+		t.Error("different seeds gave the same tasks")
+	}
+}
+
+// TestGeneratePostgres generates on PostgreSQL and checks the tasks there.
+func TestGeneratePostgres(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	fx := loadFixture(t, "library")
+	tasks := generate(t, fx, taskgen.Options{N: 40, Seed: 2, DSN: dsn})
+	if len(tasks) != 40 {
+		t.Fatalf("%d tasks", len(tasks))
+	}
+	checkTasks(t, fx, tasks, dsn)
+}
