@@ -46,19 +46,23 @@ func (b *modelBatch) Generate(ctx context.Context, maxNew []int) ([]Sample, erro
 		return nil, fmt.Errorf("model policy: %d budgets for %d sequences", len(maxNew), len(b.pending))
 	}
 	feed := make([][]int, len(b.pending))
-	longest := 0
+	active := false
 	for i, n := range maxNew {
 		if n > 0 {
 			if len(b.pending[i]) == 0 {
 				return nil, fmt.Errorf("model policy: sequence %d continues with nothing appended since its last turn", i)
 			}
 			feed[i] = b.pending[i]
-			longest = max(longest, n)
+			active = true
 		}
-		b.pending[i] = nil
+	}
+	for i, n := range maxNew {
+		if n > 0 {
+			b.pending[i] = nil
+		}
 	}
 	out := make([]Sample, len(maxNew))
-	if longest == 0 {
+	if !active {
 		return out, nil
 	}
 	if err := b.s.Append(ctx, feed); err != nil {
@@ -68,9 +72,15 @@ func (b *modelBatch) Generate(ctx context.Context, maxNew []int) ([]Sample, erro
 	for i, id := range b.opts.StopIDs {
 		stop[i] = int(id)
 	}
+	// Per-sequence budgets: a sequence never samples past its own budget
+	// into the cache (tokens the trajectory would not keep).
+	budgets := make([]int, len(maxNew))
+	for i, n := range maxNew {
+		budgets[i] = max(n, 0)
+	}
 	comps, err := b.s.Generate(ctx, model.SampleOptions{
 		Temperature: b.opts.Temperature, TopP: b.opts.TopP, TopK: b.opts.TopK,
-		MaxNewTokens: longest, Stop: stop,
+		MaxNewTokensPer: budgets, Stop: stop,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("model policy: %w", err)

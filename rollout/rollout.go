@@ -81,7 +81,20 @@ func (r *Runner) Run(ctx context.Context, jobs []Job) ([]*Trajectory, error) {
 
 	var finishing sync.WaitGroup
 	defer finishing.Wait()
-	end := func(s *state) {
+	var end func(s *state)
+	// However the run returns, every trajectory still in flight is ended:
+	// its sandbox is closed (after Finish) before Run returns.
+	defer func() {
+		for _, s := range states {
+			if !s.done {
+				if s.traj.Error == "" && ctx.Err() != nil {
+					s.traj.Error = fmt.Sprintf("rollout stopped: %v", ctx.Err())
+				}
+				end(s)
+			}
+		}
+	}()
+	end = func(s *state) {
 		s.done = true
 		finishing.Add(1)
 		go func() {
@@ -129,6 +142,9 @@ func (r *Runner) Run(ctx context.Context, jobs []Job) ([]*Trajectory, error) {
 	defer batch.Close()
 
 	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		maxNew := make([]int, len(states))
 		active := 0
 		for i, s := range states {
@@ -300,12 +316,20 @@ func (r *Runner) turn(ctx context.Context, s *state, sample policy.Sample, stops
 	t.Turns = append(t.Turns, turn)
 	cur := &t.Turns[len(t.Turns)-1]
 
+	if sample.Stopped && last == stops.toolStop && len(cur.Calls) == 0 {
+		// A </tool_call> with no <tool_call> before it: a malformed call
+		// the model reads about, like any other.
+		msg := toolcall.CloseTag + " without an opening " + toolcall.OpenTag + ": write a call as " +
+			toolcall.OpenTag + `{"name": TOOL, "arguments": {...}}` + toolcall.CloseTag
+		cur.Calls = append(cur.Calls, CallResult{ParseError: msg, IsError: true, Text: "error: " + msg})
+	}
+
 	switch {
 	case !sample.Stopped:
 		t.Truncated = true
 		t.Answer = answerText(text)
 		return nil
-	case last != stops.toolStop || len(cur.Calls) == 0:
+	case last != stops.toolStop:
 		t.Answer = answerText(text)
 		return nil
 	case s.rounds >= r.Config.MaxToolCallingIterations:

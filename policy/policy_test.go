@@ -1,0 +1,142 @@
+package policy_test
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/mcprl/mcprl/model"
+	"github.com/mcprl/mcprl/policy"
+)
+
+func tinyModel(t *testing.T) *model.Model {
+	t.Helper()
+	backend, err := model.NewBackend("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := model.TinyConfig(96, 1, 2)
+	cfg.HiddenSize, cfg.IntermediateSize, cfg.NumHiddenLayers = 32, 64, 1
+	m, err := model.New(backend, cfg, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// logProbs is the model's per-token log-prob of every token of seq,
+// computed over the whole sequence without a cache.
+func logProbs(t *testing.T, m *model.Model, seq []int32) []float32 {
+	t.Helper()
+	exec, err := mlctx.NewExec(m.Backend, m.Ctx, func(ctx *mlctx.Context, tokens, attn *graph.Node) *graph.Node {
+		return m.TokenLogProbsAt(ctx, tokens, attn, 1)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]int, len(seq))
+	for i, id := range seq {
+		ids[i] = int(id)
+	}
+	n := model.Bucket(len(ids))
+	tokens, attn, err := model.PadBatch([][]int{ids}, n, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := exec.Exec(tokens, attn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tensors.MustCopyFlatData[float32](res[0])[:len(ids)]
+}
+
+// TestModelBudgetsAndContinuation: a sequence with a small budget samples
+// no more than it (nothing it would not keep goes into the cache), an
+// observation appended while the sequence sits out a Generate is kept,
+// and every sampled log-prob equals the model's log-prob of that token in
+// the sequence as the rollout records it (prompt, samples, observations).
+func TestModelBudgetsAndContinuation(t *testing.T) {
+	m := tinyModel(t)
+	p := &policy.Model{M: m, Capacity: 512}
+	ctx := context.Background()
+	prompts := [][]int32{{5, 6, 7, 8, 9}, {10, 11, 12}}
+	b, err := p.NewBatch(ctx, prompts, policy.SampleOptions{Temperature: 1, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	seqs := [][]int32{append([]int32(nil), prompts[0]...), append([]int32(nil), prompts[1]...)}
+	var sampledAt [2][]int
+	record := func(out []policy.Sample, maxNew []int) {
+		for i, s := range out {
+			if len(s.IDs) > maxNew[i] || len(s.IDs) != len(s.LogProbs) {
+				t.Fatalf("sequence %d: %d ids, %d log-probs for budget %d", i, len(s.IDs), len(s.LogProbs), maxNew[i])
+			}
+			for k := range s.IDs {
+				sampledAt[i] = append(sampledAt[i], len(seqs[i])+k)
+			}
+			seqs[i] = append(seqs[i], s.IDs...)
+		}
+	}
+	var lps [2][]float32
+	gen := func(maxNew ...int) {
+		out, err := b.Generate(ctx, maxNew)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range out {
+			lps[i] = append(lps[i], out[i].LogProbs...)
+		}
+		record(out, maxNew)
+	}
+	gen(3, 20)
+	if len(seqs[0]) != 8 || len(seqs[1]) != 23 {
+		t.Fatalf("lengths %d %d", len(seqs[0]), len(seqs[1]))
+	}
+	obs := []int32{40, 41, 42, 43}
+	for i := range seqs {
+		if err := b.Append(i, obs); err != nil {
+			t.Fatal(err)
+		}
+		seqs[i] = append(seqs[i], obs...)
+	}
+	gen(5, 0) // sequence 1 sits this turn out; its observation waits
+	gen(0, 6)
+	for i := range seqs {
+		want := logProbs(t, m, seqs[i])
+		for k, pos := range sampledAt[i] {
+			if d := math.Abs(float64(want[pos] - lps[i][k])); d > 1e-3 {
+				t.Errorf("sequence %d token %d: sampled log-prob %g, model %g", i, pos, lps[i][k], want[pos])
+			}
+		}
+	}
+}
+
+// TestReplay: a script's turns come back in order, cut at a stop id or the
+// budget, whatever was appended.
+func TestReplay(t *testing.T) {
+	r := &policy.Replay{Scripts: [][][]int32{{{1, 2, 9, 3}, {4, 5}}}}
+	b, err := r.NewBatch(context.Background(), [][]int32{{7}, {8}}, policy.SampleOptions{StopIDs: []int32{9}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := b.Generate(context.Background(), []int{10, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out[0].IDs) != 3 || !out[0].Stopped || len(out[1].IDs) != 1 || out[1].Stopped {
+		t.Errorf("first turn: %+v", out)
+	}
+	out, _ = b.Generate(context.Background(), []int{10, 10})
+	if len(out[0].IDs) != 2 || out[0].Stopped || out[0].IDs[0] != 4 {
+		t.Errorf("second turn: %+v", out)
+	}
+	out, _ = b.Generate(context.Background(), []int{10, 10})
+	if len(out[0].IDs) != 0 {
+		t.Errorf("past the script: %+v", out)
+	}
+}
