@@ -144,7 +144,7 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags) error {
 		err error
 	)
 	switch {
-	case ef.golden && cfg.Model == "":
+	case ef.golden && flags.model == "":
 		ws, err = loadTasksOnly(ctx, cfg.Tasks, cfg.Fixtures, cfg.DSN, stderr)
 	default:
 		ws, err = load(ctx, cfg.Model, cfg.Tasks, cfg.Fixtures, cfg.DSN, stderr)
