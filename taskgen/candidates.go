@@ -2,6 +2,7 @@ package taskgen
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -122,13 +123,13 @@ func (g *gen) says(opts ...string) string { return pick(g.rng, opts) }
 func (g *gen) oneAnswer(tmpls ...string) func(*sqldb.Result) string {
 	return func(res *sqldb.Result) string {
 		v := cell(res)
-		return g.agree(upperFirst(strings.ReplaceAll(pick(g.rng, tmpls), "{v}", v)), v)
+		return g.agree(upperFirst(strings.ReplaceAll(article(pick(g.rng, tmpls)), "{v}", v)), v)
 	}
 }
 
 func (g *gen) listAnswer(tmpls ...string) func(*sqldb.Result) string {
 	return func(res *sqldb.Result) string {
-		s := pick(g.rng, tmpls)
+		s := article(pick(g.rng, tmpls))
 		k := strconv.Itoa(len(res.Rows))
 		s = strings.ReplaceAll(s, "{k}", k)
 		return g.agree(upperFirst(strings.ReplaceAll(s, "{ids}", idList(res))), k)
@@ -140,14 +141,21 @@ func (g *gen) agree(s, count string) string {
 	if count != "1" {
 		return s
 	}
-	s = strings.ReplaceAll(s, "There are 1 ", "There is 1 ")
-	s = strings.ReplaceAll(s, "ids ", "id ")
+	for _, r := range [][2]string{{"There are 1 ", "There is 1 "}, {"there are 1 ", "there is 1 "}, {"ids are ", "id is "}, {"ids ", "id "}} {
+		s = strings.ReplaceAll(s, r[0], r[1])
+	}
 	for _, t := range g.s.Tables {
 		p, one := plural(t.Name), singular(t.Name)
-		for _, verb := range [][2]string{{" have ", " has "}, {" belong ", " belongs "}, {" match", " matches"}, {" ", " "}} {
-			s = strings.ReplaceAll(s, "1 "+p+verb[0], "1 "+one+verb[1])
-		}
-		s = strings.ReplaceAll(s, "1 such "+p, "1 such "+one)
+		re := regexp.MustCompile(`(^|[^0-9.,])1 (such )?` + regexp.QuoteMeta(p) + `( have| belong| match)?\b`)
+		s = re.ReplaceAllStringFunc(s, func(m string) string {
+			m = strings.Replace(m, p, one, 1)
+			for _, v := range [][2]string{{" have", " has"}, {" belong", " belongs"}, {" match", " matches"}} {
+				if strings.HasSuffix(m, v[0]) {
+					m = strings.TrimSuffix(m, v[0]) + v[1]
+				}
+			}
+			return m
+		})
 	}
 	return s
 }
@@ -730,6 +738,10 @@ func (g *gen) joinCands(fk ForeignKey, add func(*cand)) {
 	from := ident(child.Name) + " AS " + ca + " JOIN " + ident(parent.Name) + " AS " + pa + " ON " + pa + "." + ident(fk.RefColumn) + " = " + ca + "." + ident(fk.Column)
 	cn, pn, p1 := plural(child.Name), plural(parent.Name), singular(parent.Name)
 	base := map[string]string{"cn": cn, "c1": singular(child.Name), "pn": pn, "p1": p1}
+	if child == parent {
+		g.selfJoinCands(fk, child, add)
+		return
+	}
 	// Children of parents with a category value.
 	for _, c := range parent.Columns {
 		for _, gr := range groups(parent, c) {
@@ -837,4 +849,60 @@ func absentFor(gs []group) []string {
 		return absentWords
 	}
 	return nil
+}
+
+// selfJoinCands asks about a table that references itself (an employee's
+// manager): the foreign key's column names the role.
+func (g *gen) selfJoinCands(fk ForeignKey, t *Table, add func(*cand)) {
+	role := humanize(strings.TrimSuffix(strings.TrimSuffix(fk.Column, "_id"), "_by"))
+	n, one := plural(t.Name), singular(t.Name)
+	tab := ident(t.Name)
+	from := tab + " AS c JOIN " + tab + " AS p ON p." + ident(fk.RefColumn) + " = c." + ident(fk.Column)
+	w := map[string]string{"n": n, "one": one, "role": role}
+	none := " WHERE NOT EXISTS (SELECT 1 FROM " + tab + " AS c WHERE c." + ident(fk.Column) + " = p." + ident(fk.RefColumn) + ")"
+	add(&cand{cat: "join", shape: oneCell,
+		texts: fillAll([]string{
+			"How many {n} are not the {role} of any other {one}?",
+			"Count the {n} that nobody has as their {role}.",
+		}, w),
+		oracle: "SELECT COUNT(*) FROM " + tab + " AS p" + none,
+		steps:  []step{{g.says("", fk.Column+" points back into "+t.Name+", so I look for rows that no other row references."), "SELECT COUNT(*) FROM " + tab + " AS p" + none}},
+		answer: g.oneAnswer("{v} "+n+" are nobody's "+role+".", "There are {v} "+n+" that no "+one+" has as "+role+"."),
+	})
+	lab := t.Label
+	if lab == nil || t.Key == nil {
+		return
+	}
+	idx := g.rng.Perm(len(lab.Values))
+	if len(idx) > 12 {
+		idx = idx[:12]
+	}
+	for _, i := range idx {
+		x := str(lab.Values[i].V)
+		lw := with(w, "x", x)
+		cond := " WHERE p." + ident(lab.Name) + " = " + literal(x)
+		ck := "c." + ident(t.Key.Name)
+		listSQL := "SELECT " + ck + " FROM " + from + cond
+		texts := fillAll([]string{
+			"List the ids of the {n} whose {role} is '{x}'.",
+			"Which {n} have {x} as their {role}? Give their ids.",
+		}, lw)
+		for _, empty := range []bool{false, true} {
+			cat, ans := "join", g.listAnswer("{k} "+n+" have "+x+" as their "+role+": ids {ids}.", "The "+n+" whose "+role+" is "+x+" are ids {ids}.")
+			if empty {
+				cat, ans = "empty", g.listAnswer("None: no "+one+" has "+x+" as "+role+" (the query returns no rows).")
+			}
+			add(&cand{cat: cat, shape: rowList, empty: empty, texts: texts, oracle: listSQL,
+				steps: []step{{"", listSQL + " ORDER BY " + ck}}, answer: ans})
+		}
+		countSQL := "SELECT COUNT(*) FROM " + from + cond
+		add(&cand{cat: "join", shape: oneCell,
+			texts: fillAll([]string{
+				"How many {n} have '{x}' as their {role}?",
+				"For how many {n} is {x} the {role}?",
+			}, lw),
+			oracle: countSQL, steps: []step{{"", countSQL}},
+			answer: g.oneAnswer("{v} "+n+" have "+x+" as their "+role+".", x+" is the "+role+" of {v} "+n+"."),
+		})
+	}
 }

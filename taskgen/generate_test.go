@@ -261,3 +261,27 @@ func TestGeneratePostgres(t *testing.T) {
 	}
 	checkTasks(t, fx, tasks, dsn)
 }
+
+// TestGenerateOddities runs the generator on a fixture of awkward shapes
+// (keyword table name, self-referencing foreign key, no primary key,
+// timestamps, quotes in values, an empty table) and checks every task.
+func TestGenerateOddities(t *testing.T) {
+	fx, err := task.LoadFixture(filepath.Join("testdata", "oddities"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks := generate(t, fx, taskgen.Options{N: 120, Seed: 1})
+	if len(tasks) < 60 {
+		t.Fatalf("only %d tasks", len(tasks))
+	}
+	selfJoin := false
+	for _, tk := range tasks {
+		if tk.Category == "join" && strings.Contains(tk.GroundTruthAssertions[0], "manager_id") {
+			selfJoin = true
+		}
+	}
+	if !selfJoin {
+		t.Error("no join along the self-referencing foreign key")
+	}
+	checkTasks(t, fx, tasks, "")
+}

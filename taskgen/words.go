@@ -2,6 +2,7 @@ package taskgen
 
 import (
 	"math/rand/v2"
+	"regexp"
 	"strings"
 )
 
@@ -158,8 +159,13 @@ func fill(tmpl string, kv map[string]string) string {
 	for k, v := range kv {
 		out = strings.ReplaceAll(out, "{"+k+"}", v)
 	}
-	return upperFirst(out)
+	return upperFirst(article(out))
 }
+
+var aVowel = regexp.MustCompile(`\b([Aa]) ([aeiouAEIOU])`)
+
+// article writes "an" before a vowel: "a amount" -> "an amount".
+func article(s string) string { return aVowel.ReplaceAllString(s, "${1}n $2") }
 
 func upperFirst(s string) string {
 	if s == "" {
