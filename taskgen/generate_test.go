@@ -10,11 +10,14 @@ import (
 	"testing"
 
 	"github.com/mcprl/mcprl/internal/pgtest"
+	"github.com/mcprl/mcprl/policy"
 	"github.com/mcprl/mcprl/reward"
 	"github.com/mcprl/mcprl/rollout"
 	"github.com/mcprl/mcprl/sandbox"
 	"github.com/mcprl/mcprl/task"
+	"github.com/mcprl/mcprl/sft"
 	"github.com/mcprl/mcprl/taskgen"
+	"github.com/mcprl/mcprl/tokenizer"
 	"github.com/mcprl/mcprl/toolcall"
 )
 
@@ -284,4 +287,118 @@ func TestGenerateOddities(t *testing.T) {
 		t.Error("no join along the self-referencing foreign key")
 	}
 	checkTasks(t, fx, tasks, "")
+}
+
+// TestGoldenThroughRollout runs the generated golden trajectories the way
+// SFT does (sft.GoldenTurns, tokenized, replayed by a scripted policy in
+// rollout.Runner against live sandboxes, token in/token out) and scores
+// each finished trajectory with verifiable: all must score 1.
+func TestGoldenThroughRollout(t *testing.T) {
+	fx := loadFixture(t, "library")
+	tasks := generate(t, fx, taskgen.Options{N: 48, Seed: 11})
+	ctx := context.Background()
+	fac, err := sandbox.NewFactory(ctx, fx, sandbox.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fac.Close()
+	tok, err := tokenizer.Small()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl, err := tok.Template()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		scripts [][][]int32
+		jobs    []rollout.Job
+		iters   int
+	)
+	for i := range tasks {
+		turns, err := sft.GoldenTurns(&tasks[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		iters = max(iters, len(turns))
+		var script [][]int32
+		for _, s := range turns {
+			var ids []int32
+			for _, id := range tok.Encode(s) {
+				ids = append(ids, int32(id))
+			}
+			script = append(script, ids)
+		}
+		scripts = append(scripts, script)
+		jobs = append(jobs, rollout.Job{Task: &tasks[i], Factory: fac})
+	}
+	scores := make([]float64, len(tasks))
+	index := map[*task.Task]int{}
+	for i := range tasks {
+		index[&tasks[i]] = i
+	}
+	v := reward.Verifiable()
+	r := &rollout.Runner{
+		Policy: &policy.Replay{Scripts: scripts}, Tokenizer: tok, Template: tpl,
+		Config: rollout.Config{NumGenerations: 1, MaxCompletionLength: 4096, MaxToolCallingIterations: iters},
+		Finish: func(ctx context.Context, tr *rollout.Trajectory, sb *sandbox.Sandbox) error {
+			s, err := v.Score(ctx, &reward.Input{Task: tr.Task, Trajectory: tr, Sandbox: sb})
+			if err != nil {
+				return err
+			}
+			scores[index[tr.Task]] = s.Value
+			if s.Value != 1 {
+				t.Errorf("%s: %v\n%s", tr.Task.ID, s.Value, reward.Breakdown(v.Name(), s))
+			}
+			return nil
+		},
+	}
+	trajs, err := r.Run(ctx, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tr := range trajs {
+		if tr.Error != "" || tr.Truncated {
+			t.Errorf("%s: error %q truncated %v", tasks[i].ID, tr.Error, tr.Truncated)
+		}
+		if scores[i] != 1 {
+			t.Errorf("%s: scored %v", tasks[i].ID, scores[i])
+		}
+	}
+}
+
+// TestPortableAssertions replays tasks generated on SQLite in a PostgreSQL
+// sandbox: the oracles and golden queries are portable SQL, so every
+// assertion still holds there (only the schema look-up of synonym tasks is
+// SQLite's own, and it is not what the assertions read).
+func TestPortableAssertions(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	fx := loadFixture(t, "customers")
+	tasks := generate(t, fx, taskgen.Options{N: 80, Seed: 3})
+	ctx := context.Background()
+	fac, err := sandbox.NewFactory(ctx, fx, sandbox.Options{DSN: dsn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fac.Close()
+	a := reward.NewAssertions()
+	for i := range tasks {
+		tk := &tasks[i]
+		sb, err := fac.Fork(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		traj, err := reward.Replay(ctx, sb, tk, goldenText(tk))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := a.Score(ctx, &reward.Input{Task: tk, Trajectory: traj, Sandbox: sb})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Value != 1 {
+			t.Errorf("%s: %v on PostgreSQL\n%s", tk.ID, s.Value, reward.Breakdown(a.Name(), s))
+		}
+		sb.Close()
+	}
 }
