@@ -199,15 +199,21 @@ func (g *gen) countCands(t *Table, add func(*cand)) {
 			cw := with(w, "col", colWords(c.Name))
 			for _, agg := range []struct{ fn, word string }{{"MAX", "highest"}, {"MIN", "lowest"}} {
 				sql := "SELECT " + agg.fn + "(" + ident(c.Name) + ") FROM " + ident(t.Name)
-				add(&cand{cat: "count", shape: oneCell,
-					texts: fillAll([]string{
-						"What is the " + agg.word + " {col} of any {one}?",
-						"Which value is the " + agg.word + " {col} among the {n}?",
-						"Find the " + agg.word + " {col} recorded for the {n}.",
-					}, cw),
-					oracle: sql, steps: []step{{"", sql}},
-					answer: g.oneAnswer("The "+agg.word+" "+cw["col"]+" is {v}.", "{v} is the "+agg.word+" "+cw["col"]+" among the "+w["n"]+"."),
-				})
+				texts := fillAll([]string{
+					"What is the " + agg.word + " {col} of any {one}?",
+					"Which value is the " + agg.word + " {col} among the {n}?",
+					"Find the " + agg.word + " {col} recorded for the {n}.",
+				}, cw)
+				answer := g.oneAnswer("The "+agg.word+" "+cw["col"]+" is {v}.", "{v} is the "+agg.word+" "+cw["col"]+" among the "+w["n"]+".")
+				if countable(cw["col"]) {
+					most := map[string]string{"MAX": "most", "MIN": "fewest"}[agg.fn]
+					texts = fillAll([]string{
+						"What is the " + most + " {col} any {one} has?",
+						"How many {col} does the {one} with the " + most + " {col} have?",
+					}, cw)
+					answer = g.oneAnswer("The "+most+" "+cw["col"]+" any "+w["one"]+" has is {v}.", "The "+w["one"]+" with the "+most+" "+cw["col"]+" has {v}.")
+				}
+				add(&cand{cat: "count", shape: oneCell, texts: texts, oracle: sql, steps: []step{{"", sql}}, answer: answer})
 			}
 			if c.Kind == KindInteger && !strings.Contains(strings.ToLower(c.Name), "year") && !strings.HasSuffix(strings.ToLower(c.Name), "id") {
 				sql := "SELECT SUM(" + ident(c.Name) + ") FROM " + ident(t.Name)
@@ -309,29 +315,31 @@ func (g *gen) filterListCands(t *Table, add func(*cand)) {
 		if (c.Kind == KindInteger || c.Kind == KindNumber) && c != t.Key && !g.isFK(t, c) {
 			for _, th := range thresholds(c) {
 				x := show(th)
-				for _, op := range []struct{ sym, word string }{{">", "greater than"}, {"<=", "at most"}} {
-					xw := with(cw, "x", x, "op", op.word)
+				for _, op := range []struct{ sym, word, count string }{{">", "greater than", "more than"}, {"<=", "at most", "at most"}} {
+					// "a total greater than 80" or, for a count-like column, "more than 553 pages".
+					phrase := "a " + cw["col"] + " " + op.word + " " + x
+					filterT := []string{"How many {n} have {phrase}?", "Count the {n} whose {col} is {op} {x}.", "What is the number of {n} with {col} {op} {x}?"}
+					listT := []string{"List the ids of the {n} with {phrase}.", "Which {n} have {col} {op} {x}? Give their ids."}
+					if countable(cw["col"]) {
+						phrase = op.count + " " + x + " " + cw["col"]
+						filterT = []string{"How many {n} have {phrase}?", "Count the {n} with {phrase}.", "What is the number of {n} that have {phrase}?"}
+						listT = []string{"List the ids of the {n} with {phrase}.", "Which {n} have {phrase}? Give their ids."}
+					}
+					xw := with(cw, "x", x, "op", op.word, "phrase", phrase)
 					where := " WHERE " + col + " " + op.sym + " " + literal(th)
 					add(&cand{cat: "filter", shape: oneCell,
-						texts: fillAll([]string{
-							"How many {n} have a {col} {op} {x}?",
-							"Count the {n} whose {col} is {op} {x}.",
-							"What is the number of {n} with {col} {op} {x}?",
-						}, xw),
+						texts:  fillAll(filterT, xw),
 						oracle: "SELECT COUNT(*) FROM " + tab + where,
 						steps:  []step{{"", "SELECT COUNT(*) FROM " + tab + where}},
-						answer: g.oneAnswer("{v} "+w["n"]+" have a "+cw["col"]+" "+op.word+" "+x+".", "There are {v} such "+w["n"]+"."),
+						answer: g.oneAnswer("{v} "+w["n"]+" have "+phrase+".", "There are {v} such "+w["n"]+"."),
 					})
 					if t.Key != nil {
 						key := ident(t.Key.Name)
 						add(&cand{cat: "list", shape: rowList,
-							texts: fillAll([]string{
-								"List the ids of the {n} with a {col} {op} {x}.",
-								"Which {n} have {col} {op} {x}? Give their ids.",
-							}, xw),
+							texts:  fillAll(listT, xw),
 							oracle: "SELECT " + key + " FROM " + tab + where,
 							steps:  []step{{"", "SELECT " + key + " FROM " + tab + where + " ORDER BY " + key}},
-							answer: g.listAnswer("{k} "+w["n"]+" have a "+cw["col"]+" "+op.word+" "+x+": ids {ids}.", "Their ids are {ids}."),
+							answer: g.listAnswer("{k} "+w["n"]+" have "+phrase+": ids {ids}.", "Their ids are {ids}."),
 						})
 					}
 				}
@@ -905,4 +913,10 @@ func (g *gen) selfJoinCands(fk ForeignKey, t *Table, add func(*cand)) {
 			answer: g.oneAnswer("{v} "+n+" have "+x+" as their "+role+".", x+" is the "+role+" of {v} "+n+"."),
 		})
 	}
+}
+
+// countable reports whether a column's words name a count of things
+// ("pages", "seats"), which reads "more than 500 pages".
+func countable(words string) bool {
+	return strings.HasSuffix(words, "s") && !strings.HasSuffix(words, "ss") && !strings.HasSuffix(words, "us") && !strings.HasSuffix(words, "is")
 }

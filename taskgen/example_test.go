@@ -24,10 +24,10 @@ func ExampleGenerate() {
 		fmt.Printf("%s: %s\n  %s\n  %s\n", t.Category, t.Task, t.GroundTruthAssertions[0], t.Golden[len(t.Golden)-1].Content)
 	}
 	// Output:
-	// count: Which value is the lowest pages among the books?
+	// count: What is the fewest pages any book has?
 	//   SELECT MIN(pages) FROM books
-	//   101 is the lowest pages among the books.
-	// filter: How many books have a pages greater than 553?
+	//   The book with the fewest pages has 101.
+	// filter: How many books have more than 553 pages?
 	//   SELECT COUNT(*) FROM books WHERE pages > 553
 	//   There are 8 such books.
 	// list: Which books have author 'C. Sagan'? Give their ids.
