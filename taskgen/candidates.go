@@ -600,8 +600,11 @@ func (g *gen) edgeCands(t *Table, add func(*cand)) {
 			}
 		}
 		// A column named differently from the question's word.
-		if syns := columnSynonyms[colWords(c.Name)]; len(syns) > 0 && gs != nil {
-			gr := gs[g.rng.IntN(len(gs))]
+		for _, gr := range gs {
+			syns := columnSynonyms[colWords(c.Name)]
+			if len(syns) == 0 {
+				break
+			}
 			where := " WHERE " + col + " = " + literal(gr.forms[0])
 			v := gr.forms[0]
 			if !gr.clean() {
@@ -622,8 +625,38 @@ func (g *gen) edgeCands(t *Table, add func(*cand)) {
 					{"The question's word may not be a column name, so I list the tables and columns first.", g.schemaSQL()},
 					{"The matching column is " + t.Name + "." + c.Name + ".", "SELECT COUNT(*) FROM " + tab + where},
 				},
-				answer: g.oneAnswer("The column is called "+c.Name+"; {v} "+w["n"]+" have "+c.Name+" '"+v+"'.", "{v} "+w["n"]+" match (column "+c.Name+")."),
+				answer: g.oneAnswer("The column is called "+c.Name+"; {v} "+w["n"]+" have "+c.Name+" '"+v+"'"+storedAs(gr)+".", "{v} "+w["n"]+" match (column "+c.Name+")"+storedAs(gr)+"."),
 			})
+		}
+	}
+	// A table named differently from the question's word, with a filter.
+	if syns := tableSynonyms[singular(t.Name)]; len(syns) > 0 {
+		for _, c := range t.Columns {
+			for _, gr := range groups(t, c) {
+				col := ident(c.Name)
+				where := " WHERE " + col + " = " + literal(gr.forms[0])
+				v := gr.forms[0]
+				if !gr.clean() {
+					where = " WHERE LOWER(TRIM(" + col + ")) = " + literal(gr.norm)
+					v = gr.norm
+				}
+				var texts []string
+				for _, syn := range syns {
+					texts = append(texts, fillAll([]string{
+						"How many {syns} have {col} '{v}'?",
+						"Count the {syns} whose {col} is {v}.",
+					}, with(w, "syns", pluralize(syn), "col", colWords(c.Name), "v", v))...)
+				}
+				add(&cand{cat: "edge-case", shape: oneCell,
+					texts:  texts,
+					oracle: "SELECT COUNT(*) FROM " + tab + where,
+					steps: []step{
+						{"There may be no table by that name, so I list the tables and columns first.", g.schemaSQL()},
+						{"They are stored in " + t.Name + "; " + c.Name + " may vary in case and spacing, so I normalise it if needed.", "SELECT COUNT(*) FROM " + tab + where},
+					},
+					answer: g.oneAnswer("They are the rows of "+t.Name+": {v} have "+colWords(c.Name)+" '"+v+"'"+storedAs(gr)+".", "{v} of them (table "+t.Name+") have "+colWords(c.Name)+" '"+v+"'"+storedAs(gr)+"."),
+				})
+			}
 		}
 	}
 	// A table named differently from the question's word.
@@ -919,4 +952,12 @@ func (g *gen) selfJoinCands(fk ForeignKey, t *Table, add func(*cand)) {
 // ("pages", "seats"), which reads "more than 500 pages".
 func countable(words string) bool {
 	return strings.HasSuffix(words, "s") && !strings.HasSuffix(words, "ss") && !strings.HasSuffix(words, "us") && !strings.HasSuffix(words, "is")
+}
+
+// storedAs names a group's spellings when they differ from its plain form.
+func storedAs(gr group) string {
+	if gr.clean() {
+		return ""
+	}
+	return ", stored as " + quoteForms(gr.forms)
 }

@@ -24,28 +24,28 @@ func ExampleGenerate() {
 		fmt.Printf("%s: %s\n  %s\n  %s\n", t.Category, t.Task, t.GroundTruthAssertions[0], t.Golden[len(t.Golden)-1].Content)
 	}
 	// Output:
-	// count: What is the fewest pages any book has?
-	//   SELECT MIN(pages) FROM books
-	//   The book with the fewest pages has 101.
-	// filter: How many books have more than 553 pages?
-	//   SELECT COUNT(*) FROM books WHERE pages > 553
-	//   There are 8 such books.
-	// list: Which books have author 'C. Sagan'? Give their ids.
-	//   SELECT id FROM books WHERE author = 'C. Sagan'
-	//   The ids of the books with author 'C. Sagan' are 6, 7 and 9.
-	// join: Count the loans of books with genre 'history'.
-	//   SELECT COUNT(*) FROM loans AS l JOIN books AS b ON b.id = l.book_id WHERE LOWER(TRIM(b.genre)) = 'history'
-	//   10 loans belong to books with genre 'history'.
-	// null: Which books have no genre? Give their ids.
-	//   SELECT id FROM books WHERE genre IS NULL
-	//   2 books have no genre: ids 16 and 24.
-	// date: List the ids of the members whose joined date falls in September 2023.
-	//   SELECT id FROM members WHERE joined_on >= '2023-09-01' AND joined_on < '2023-10-01'
-	//   1 member has a joined date in September 2023: id 20.
-	// edge-case: Count the books whose genre is Science.
-	//   SELECT COUNT(*) FROM books WHERE LOWER(TRIM(genre)) = 'science'
-	//   The genre is written as 'SCIENCE' and 'science'; counting all of them, 8 books match.
-	// empty: List the ids of the loans of the book whose title is 'The Paper Archive'.
-	//   SELECT l.id FROM loans AS l JOIN books AS b ON b.id = l.book_id WHERE b.title = 'The Paper Archive'
-	//   None: The Paper Archive has no loans (the query returns no rows).
+	// count: What is the total number of books in the database?
+	//   SELECT COUNT(*) FROM books
+	//   26 books in total.
+	// filter: What is the number of books with published year greater than 1989?
+	//   SELECT COUNT(*) FROM books WHERE published_year > 1989
+	//   8 books have a published year greater than 1989.
+	// list: Which books have published year greater than 1968? Give their ids.
+	//   SELECT id FROM books WHERE published_year > 1968
+	//   Their ids are 2, 3, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15, 17, 20, 23, 24 and 26.
+	// join: How many loans are there for the book with title 'The Harbor Atlas'?
+	//   SELECT COUNT(*) FROM loans AS l JOIN books AS b ON b.id = l.book_id WHERE b.title = 'The Harbor Atlas'
+	//   There are 3 loans for The Harbor Atlas.
+	// null: For how many books is the genre known?
+	//   SELECT COUNT(*) FROM books WHERE genre IS NOT NULL
+	//   The genre is known for 24 books.
+	// date: Which loans have a loaned date in September 2023? Give their ids.
+	//   SELECT id FROM loans WHERE loaned_on >= '2023-09-01' AND loaned_on < '2023-10-01'
+	//   In September 2023: id 42.
+	// edge-case: Count the volumes whose author is W. Szymborska.
+	//   SELECT COUNT(*) FROM books WHERE author = 'W. Szymborska'
+	//   They are the rows of books: 3 have author 'W. Szymborska'.
+	// empty: List the ids of the loans of the book whose title is 'The Paper Maps'.
+	//   SELECT l.id FROM loans AS l JOIN books AS b ON b.id = l.book_id WHERE b.title = 'The Paper Maps'
+	//   There are no loans for The Paper Maps.
 }

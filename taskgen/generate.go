@@ -157,15 +157,18 @@ func (g *gen) run() ([]task.Task, error) {
 		}
 		return pick(g.rng, free)
 	}
-	// Pass 1: distinct questions, one category after another.
+	// Categories take turns, so that the mix stays balanced: each turn asks
+	// a new question of the category, or, when it has none left, another
+	// wording of one it already asked.
 	next := map[string]int{}
-	for progress := true; progress && len(out) < g.opts.N; {
-		progress = false
+	done := map[string]bool{}
+	for len(out) < g.opts.N && len(done) < len(Categories) {
 		for _, cat := range Categories {
-			if len(out) >= g.opts.N {
-				break
+			if len(out) >= g.opts.N || done[cat] {
+				continue
 			}
-			for next[cat] < len(byCat[cat]) {
+			added := false
+			for !added && next[cat] < len(byCat[cat]) {
 				c := byCat[cat][next[cat]]
 				next[cat]++
 				w := freeWording(c)
@@ -178,28 +181,24 @@ func (g *gen) run() ([]task.Task, error) {
 				}
 				if ok {
 					add(c, w)
-					progress = true
-					break
+					added = true
 				}
 			}
-		}
-	}
-	// Pass 2: other wordings of questions already asked.
-	for progress := true; progress && len(out) < g.opts.N; {
-		progress = false
-		for _, cat := range Categories {
-			for _, c := range byCat[cat] {
-				if len(out) >= g.opts.N {
-					break
+			if !added {
+				var asked []*cand
+				for _, c := range byCat[cat] {
+					if c.ok && freeWording(c) >= 0 {
+						asked = append(asked, c)
+					}
 				}
-				if !c.ok {
-					continue
+				if len(asked) > 0 {
+					c := pick(g.rng, asked)
+					add(c, freeWording(c))
+					added = true
 				}
-				if w := freeWording(c); w >= 0 {
-					add(c, w)
-					progress = true
-					break
-				}
+			}
+			if !added {
+				done[cat] = true
 			}
 		}
 	}
