@@ -652,7 +652,7 @@ func (g *gen) edgeCands(t *Table, add func(*cand)) {
 					oracle: "SELECT COUNT(*) FROM " + tab + where,
 					steps: []step{
 						{"There may be no table by that name, so I list the tables and columns first.", g.schemaSQL()},
-						{"They are stored in " + t.Name + "; " + c.Name + " may vary in case and spacing, so I normalise it if needed.", "SELECT COUNT(*) FROM " + tab + where},
+						{normSay(t.Name, c.Name, gr), "SELECT COUNT(*) FROM " + tab + where},
 					},
 					answer: g.oneAnswer("They are the rows of "+t.Name+": {v} have "+colWords(c.Name)+" '"+v+"'"+storedAs(gr)+".", "{v} of them (table "+t.Name+") have "+colWords(c.Name)+" '"+v+"'"+storedAs(gr)+"."),
 				})
@@ -960,4 +960,12 @@ func storedAs(gr group) string {
 		return ""
 	}
 	return ", stored as " + quoteForms(gr.forms)
+}
+
+// normSay is what the agent says before a query on a synonym's table.
+func normSay(table, col string, gr group) string {
+	if gr.clean() {
+		return "They are stored in the " + table + " table."
+	}
+	return "They are stored in " + table + "; " + col + " values can differ in case and spacing, so I compare LOWER(TRIM(" + col + "))."
 }
