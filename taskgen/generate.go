@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -59,6 +60,9 @@ func Generate(ctx context.Context, fx *task.Fixture, opts Options) ([]task.Task,
 	}
 	if opts.MaxListRows <= 0 {
 		opts.MaxListRows = DefaultMaxListRows
+	}
+	if !slices.Contains(fx.Config.Tools, QueryTool) {
+		return nil, fmt.Errorf("taskgen: fixture %s does not enable %s (sandbox.yaml tools), which every generated task calls", fx.Name, QueryTool)
 	}
 	lim := fx.Config.Limits
 	tpl, err := sqldb.NewTemplate(ctx, fx.SchemaSQL, fx.DataSQL, sqldb.Options{

@@ -402,3 +402,25 @@ func TestPortableAssertions(t *testing.T) {
 		sb.Close()
 	}
 }
+
+// TestGenerateNeedsQueryTool refuses a fixture whose sandbox has no
+// query_database: every golden trajectory would call a tool it lacks.
+func TestGenerateNeedsQueryTool(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "nodb")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{"schema.sql": "CREATE TABLE t (id INTEGER PRIMARY KEY);", "sandbox.yaml": "tools:\n  - run_linter\n"}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fx, err := task.LoadFixture(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := taskgen.Generate(context.Background(), fx, taskgen.Options{N: 5}); err == nil || !strings.Contains(err.Error(), "query_database") {
+		t.Errorf("err = %v", err)
+	}
+}
