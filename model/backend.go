@@ -8,9 +8,11 @@ import (
 	"github.com/gomlx/gomlx/backends/simplego"
 )
 
-// DefaultBackendConfig is the pure-Go (simplego) backend configuration NewBackend uses (simplego's defaults:
-// parallel DotGeneral over all cores; ops of a graph in parallel when one graph runs at a time).
-const DefaultBackendConfig = ""
+// DefaultBackendConfig is the pure-Go (simplego) backend configuration NewBackend uses: the ops of a graph run
+// one after another, each heavy op (DotGeneral) parallel over all cores. simplego's parallel op scheduler
+// (its default) deadlocked about one training run in three here (every worker waiting in executeParallel)
+// and was no faster on these graphs.
+const DefaultBackendConfig = "ops_sequential"
 
 // NewBackend returns the pure-Go GoMLX backend (nothing to download) tuned for this package's graphs.
 // config "" means DefaultBackendConfig; otherwise it is simplego's comma-separated option list.
