@@ -8,10 +8,10 @@ import (
 	"github.com/gomlx/gomlx/backends/simplego"
 )
 
-// DefaultBackendConfig is the pure-Go (simplego) backend configuration NewBackend uses: the ops of a graph run
-// one after another, each heavy op (DotGeneral) parallel over all cores. simplego's parallel op scheduler
-// (its default) deadlocked about one training run in three here (every worker waiting in executeParallel)
-// and was no faster on these graphs.
+// DefaultBackendConfig is the pure-Go (simplego) backend configuration NewBackend uses: ops run one at a time,
+// each large one (DotGeneral) split across all cores. simplego's default also runs independent ops in parallel,
+// and with two or more DotGenerals ready at once on few cores its worker pool deadlocks (v0.26: every worker
+// blocks in WaitToStart); "ops_parallel" deadlocks the same way.
 const DefaultBackendConfig = "ops_sequential"
 
 // NewBackend returns the pure-Go GoMLX backend (nothing to download) tuned for this package's graphs.

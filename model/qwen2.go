@@ -44,10 +44,10 @@ func variableNode(ctx *context.Context, g *Graph, name string) *Node {
 }
 
 // linear applies an HF nn.Linear stored as weight [out, in] (and bias [out] when withBias): x @ weight^T + bias.
-func linear(ctx *context.Context, x *Node, withBias bool) *Node {
+func linear(ctx *context.Context, grad bool, x *Node, withBias bool) *Node {
 	g := x.Graph()
 	w := variableNode(ctx, g, "weight")
-	y := DotGeneral(x, []int{x.Rank() - 1}, nil, w, []int{1}, nil)
+	y := dot(grad, x, []int{x.Rank() - 1}, nil, w, []int{1}, nil)
 	if withBias {
 		y = Add(y, ExpandLeftToRank(variableNode(ctx, g, "bias"), y.Rank()))
 	}
@@ -117,15 +117,15 @@ func (c *kvCache) write(cache, update *Node) *Node {
 // attention is Qwen2Attention. x: [B, T, D]; allowed: bool [B, T, S] telling which keys each query sees.
 // Without a cache the keys are this call's T tokens (S = T); with one they are the S cache slots (after writing
 // this call's keys into them), and the updated cache is returned.
-func (m *Model) attention(ctx *context.Context, x, cos, sin, allowed *Node, cache *kvCache) (*Node, *kvCache) {
+func (m *Model) attention(ctx *context.Context, grad bool, x, cos, sin, allowed *Node, cache *kvCache) (*Node, *kvCache) {
 	cfg := &m.Config
 	b, t := x.Shape().Dim(0), x.Shape().Dim(1)
 	hd, nh, nkv := cfg.HeadDim(), cfg.NumAttentionHeads, cfg.NumKeyValueHeads
 	groups := nh / nkv
 
-	q := Reshape(linear(ctx.In("q_proj"), x, true), b, t, nh, hd)
-	k := Reshape(linear(ctx.In("k_proj"), x, true), b, t, nkv, hd)
-	v := Reshape(linear(ctx.In("v_proj"), x, true), b, t, nkv, hd)
+	q := Reshape(linear(ctx.In("q_proj"), grad, x, true), b, t, nh, hd)
+	k := Reshape(linear(ctx.In("k_proj"), grad, x, true), b, t, nkv, hd)
+	v := Reshape(linear(ctx.In("v_proj"), grad, x, true), b, t, nkv, hd)
 	q = applyRotary(q, cos, sin)
 	k = applyRotary(k, cos, sin)
 
@@ -142,27 +142,27 @@ func (m *Model) attention(ctx *context.Context, x, cos, sin, allowed *Node, cach
 		keys, values = k, v
 	}
 	hdAxis := 3
-	scores := DotGeneral(q, []int{4}, []int{0, 1}, keys, []int{hdAxis}, bAxes) // [B, kvH, G, T, S]
+	scores := dot(grad, q, []int{4}, []int{0, 1}, keys, []int{hdAxis}, bAxes) // [B, kvH, G, T, S]
 	scores = MulScalar(scores, 1/math.Sqrt(float64(hd)))
 	s := scores.Shape().Dim(-1)
 	mask := BroadcastToDims(Reshape(allowed, b, 1, 1, t, s), scores.Shape().Dimensions...)
 	scores = Where(mask, scores, Scalar(x.Graph(), dtypes.Float32, maskedScore))
 	probs := Softmax(scores, -1)
-	out := DotGeneral(probs, []int{4}, []int{0, 1}, values, []int{kAxis}, bAxes) // [B, kvH, G, T, hd]
+	out := dot(grad, probs, []int{4}, []int{0, 1}, values, []int{kAxis}, bAxes) // [B, kvH, G, T, hd]
 	out = Reshape(TransposeAllAxes(out, 0, 3, 1, 2, 4), b, t, nh*hd)
-	return linear(ctx.In("o_proj"), out, false), cache
+	return linear(ctx.In("o_proj"), grad, out, false), cache
 }
 
 // mlp is Qwen2MLP (SwiGLU).
-func mlp(ctx *context.Context, x *Node) *Node {
-	gate := linear(ctx.In("gate_proj"), x, false)
-	up := linear(ctx.In("up_proj"), x, false)
-	return linear(ctx.In("down_proj"), Mul(Mul(gate, Sigmoid(gate)), up), false)
+func mlp(ctx *context.Context, grad bool, x *Node) *Node {
+	gate := linear(ctx.In("gate_proj"), grad, x, false)
+	up := linear(ctx.In("up_proj"), grad, x, false)
+	return linear(ctx.In("down_proj"), grad, Mul(Mul(gate, Sigmoid(gate)), up), false)
 }
 
 // decoder runs the embedding and all decoder layers, returning hidden states [B, T, D] before the final norm.
 // caches, when not nil, has one entry per layer and is updated in place (the slice's elements are replaced).
-func (m *Model) decoder(ctx *context.Context, tokens, positions, allowed *Node, caches []*kvCache) *Node {
+func (m *Model) decoder(ctx *context.Context, grad bool, tokens, positions, allowed *Node, caches []*kvCache) *Node {
 	g := tokens.Graph()
 	cfg := &m.Config
 	mctx := ctx.In("model")
@@ -175,25 +175,25 @@ func (m *Model) decoder(ctx *context.Context, tokens, positions, allowed *Node, 
 		if caches != nil {
 			cache = caches[i]
 		}
-		attn, newCache := m.attention(lctx.In("self_attn"), rmsNorm(lctx.In("input_layernorm"), h, cfg.RMSNormEps),
+		attn, newCache := m.attention(lctx.In("self_attn"), grad, rmsNorm(lctx.In("input_layernorm"), h, cfg.RMSNormEps),
 			cos, sin, allowed, cache)
 		if caches != nil {
 			caches[i] = newCache
 		}
 		h = Add(h, attn)
-		h = Add(h, mlp(lctx.In("mlp"), rmsNorm(lctx.In("post_attention_layernorm"), h, cfg.RMSNormEps)))
+		h = Add(h, mlp(lctx.In("mlp"), grad, rmsNorm(lctx.In("post_attention_layernorm"), h, cfg.RMSNormEps)))
 	}
 	return h
 }
 
 // lmHead applies the final norm and the (tied or untied) output projection: [..., D] -> [..., V].
-func (m *Model) lmHead(ctx *context.Context, h *Node) *Node {
+func (m *Model) lmHead(ctx *context.Context, grad bool, h *Node) *Node {
 	h = rmsNorm(ctx.In("model").In("norm"), h, m.Config.RMSNormEps)
 	wctx := ctx.In("lm_head")
 	if m.Config.TieWordEmbeddings {
 		wctx = ctx.In("model").In("embed_tokens")
 	}
-	return linear(wctx, h, false)
+	return linear(wctx, grad, h, false)
 }
 
 // maskAndPositions turns an attention mask [B, T] (1 = real token, 0 = padding; any numeric or bool dtype)
@@ -226,9 +226,14 @@ func causalAllowed(valid *Node) *Node {
 // Logits at padding positions are meaningless. ctx must be (a reference to) the model's context at its root
 // scope, m.Ctx, or a context holding the same variables.
 func (m *Model) Logits(ctx *context.Context, tokens, attentionMask *Node) *Node {
+	return m.logits(ctx, true, tokens, attentionMask)
+}
+
+// logits is Logits; grad=false builds plain matmuls for graphs that are not differentiated.
+func (m *Model) logits(ctx *context.Context, grad bool, tokens, attentionMask *Node) *Node {
 	valid, positions := maskAndPositions(attentionMask)
-	h := m.decoder(ctx, tokens, positions, causalAllowed(valid), nil)
-	return m.lmHead(ctx, h)
+	h := m.decoder(ctx, grad, tokens, positions, causalAllowed(valid), nil)
+	return m.lmHead(ctx, grad, h)
 }
 
 // TokenLogProbs returns log-probabilities [B, T] (float32, differentiable w.r.t. the model's variables) with
@@ -285,9 +290,9 @@ func (m *Model) decodeStep(ctx *context.Context, inputs []*Node) []*Node {
 	kSlot := Iota(g, shapeInt32(k, s), 1)
 	causal := BroadcastToDims(ExpandAxes(LessOrEqual(kSlot, qSlot), 0), b, k, s)
 	valid := BroadcastToDims(ExpandAxes(NotEqual(slotValid, ScalarZero(g, dtypes.Int32)), 1), b, k, s)
-	h := m.decoder(ctx, tokens, positions, And(causal, valid), caches)
+	h := m.decoder(ctx, false, tokens, positions, And(causal, valid), caches)
 	last := Squeeze(SliceAxis(h, 1, AxisRange(k-1)), 1) // [B, D]
-	outs := []*Node{m.lmHead(ctx, last)}
+	outs := []*Node{m.lmHead(ctx, false, last)}
 	for _, c := range caches {
 		outs = append(outs, c.k, c.v)
 	}

@@ -1,0 +1,187 @@
+package model
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gomlx/gomlx/pkg/core/graph"
+	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/gomlx/gomlx/pkg/ml/train/optimizers"
+)
+
+// Benchmarks (not run by go test without -bench):
+//
+//	go test ./model -run '^$' -bench . -benchtime 3x
+//
+// BenchmarkTrainStep reports training throughput of the tiny default model (vocab 2048) at batch 8 x 256 tokens
+// with forward + backward + AdamW, and its achieved FLOP/s as a ratio of the machine's float32 matmul ceiling,
+// measured in the same run by OpenBLAS's cblas_sgemm (testdata/sgemm/sgemm.c, needs gcc and libopenblas-dev) on
+// the model's own matmul shapes. BenchmarkSampling reports new tokens/s at batch 8 with the KV cache and without.
+
+// benchConfig is the embedded default's shape with the reduced tokenizer's vocabulary.
+func benchConfig() *Config { return TinyConfig(2048, 1, 2) }
+
+// sgemmCeiling compiles and runs the OpenBLAS probe on each (M, N, K) and returns the mean GFLOP/s.
+func sgemmCeiling(b *testing.B, shapes [][3]int) float64 {
+	b.Helper()
+	bin := filepath.Join(b.TempDir(), "sgemm")
+	if out, err := exec.Command("gcc", "-O2", "testdata/sgemm/sgemm.c", "-o", bin, "-lopenblas").CombinedOutput(); err != nil {
+		b.Skipf("cannot build the OpenBLAS sgemm probe (apt-get install gcc libopenblas-dev): %v\n%s", err, out)
+	}
+	sum := 0.0
+	for _, s := range shapes {
+		out, err := exec.Command(bin, strconv.Itoa(s[0]), strconv.Itoa(s[1]), strconv.Itoa(s[2]), "10").Output()
+		if err != nil {
+			b.Fatalf("sgemm probe: %v", err)
+		}
+		g, err := strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sum += g
+	}
+	return sum / float64(len(shapes))
+}
+
+// trainFLOPsPerToken is 6 x (matmul parameters, lm_head included) + 12 x layers x T x hidden (attention
+// scores and values over the full T x T, forward and backward).
+func trainFLOPsPerToken(c *Config, t int) float64 {
+	d, kv := c.HiddenSize, c.NumKeyValueHeads*c.HeadDim()
+	mm := c.NumHiddenLayers*(2*d*d+2*kv*d+3*d*c.IntermediateSize) + c.VocabSize*d
+	return 6*float64(mm) + 12*float64(c.NumHiddenLayers*t*d)
+}
+
+func BenchmarkTrainStep(b *testing.B) {
+	const batch, seqLen = 8, 256
+	cfg := benchConfig()
+	m, err := New(testBackend(b), cfg, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	seqs := make([][]int, batch)
+	for i := range seqs {
+		for j := range seqLen {
+			seqs[i] = append(seqs[i], (i*131+j*17)%cfg.VocabSize)
+		}
+	}
+	tokens, mask, err := PadBatch(seqs, seqLen, 0, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	opt := optimizers.Adam().LearningRate(1e-4).WeightDecay(0.01).Done()
+	step, err := mlctx.NewExec(m.Backend, m.Ctx, func(ctx *mlctx.Context, tokens, mask *graph.Node) *graph.Node {
+		lp := m.TokenLogProbs(ctx, tokens, mask)
+		loss := graph.Neg(graph.ReduceAllMean(lp))
+		opt.UpdateGraph(ctx, tokens.Graph(), loss)
+		return loss
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	run := func() {
+		out, err := step.Exec(tokens, mask)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out[0].FinalizeAll()
+	}
+	run() // compile
+	shapes := [][3]int{{batch * seqLen, cfg.IntermediateSize, cfg.HiddenSize}, {batch * seqLen, cfg.HiddenSize, cfg.IntermediateSize},
+		{batch * seqLen, cfg.VocabSize, cfg.HiddenSize}, {batch * seqLen, cfg.HiddenSize, cfg.HiddenSize}}
+	before := sgemmCeiling(b, shapes)
+	var times []float64
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		run()
+		times = append(times, time.Since(t0).Seconds())
+	}
+	b.StopTimer()
+	ceiling := (before + sgemmCeiling(b, shapes)) / 2
+	sort.Float64s(times)
+	med := times[len(times)/2]
+	tokPerS := batch * seqLen / med
+	gflops := tokPerS * trainFLOPsPerToken(cfg, seqLen) / 1e9
+	b.ReportMetric(med, "s/step")
+	b.ReportMetric(tokPerS, "tokens/s")
+	b.ReportMetric(gflops, "GFLOP/s")
+	b.ReportMetric(ceiling, "sgemm-GFLOP/s")
+	b.ReportMetric(100*gflops/ceiling, "%-of-sgemm")
+	b.Logf("%d params, batch %dx%d: median %.2f s/step, %.0f tokens/s, %.1f GFLOP/s = %.0f%% of OpenBLAS sgemm %.1f GFLOP/s",
+		cfg.NumParams(), batch, seqLen, med, tokPerS, gflops, 100*gflops/ceiling, ceiling)
+}
+
+func BenchmarkSampling(b *testing.B) {
+	const batch, promptLen = 8, 32
+	newTokens := 128
+	if s := os.Getenv("MCPRL_BENCH_NEW_TOKENS"); s != "" {
+		newTokens, _ = strconv.Atoi(s)
+	}
+	cfg := benchConfig()
+	m, err := New(testBackend(b), cfg, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	prompts := make([][]int, batch)
+	for i := range prompts {
+		for j := range promptLen - i { // different lengths
+			prompts[i] = append(prompts[i], (i*31+j*7)%cfg.VocabSize)
+		}
+	}
+	ctx := context.Background()
+	cached := func() ([]Completion, time.Duration) {
+		s, err := m.NewSession(batch, promptLen+newTokens+64, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		t0 := time.Now()
+		if err := s.Append(ctx, prompts); err != nil {
+			b.Fatal(err)
+		}
+		c, err := s.Generate(ctx, SampleOptions{MaxNewTokens: newTokens})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return c, time.Since(t0)
+	}
+	cached() // compile
+	// Without the cache is slow: measure fewer tokens (the rate per token falls with length, so this favours it).
+	uncachedN := min(newTokens, 32)
+	if _, err := m.GreedyNoCache(ctx, prompts, uncachedN, nil); err != nil { // compile
+		b.Fatal(err)
+	}
+	var withCache, without float64
+	b.ResetTimer()
+	for range b.N {
+		c, d := cached()
+		withCache += float64(batch*newTokens) / d.Seconds()
+		t0 := time.Now()
+		ref, err := m.GreedyNoCache(ctx, prompts, uncachedN, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		without += float64(batch*uncachedN) / time.Since(t0).Seconds()
+		for i := range ref {
+			if !slices.Equal(ref[i], c[i].Tokens[:uncachedN]) {
+				b.Fatalf("seq %d: cached and uncached greedy tokens differ", i)
+			}
+		}
+	}
+	b.StopTimer()
+	withCache /= float64(b.N)
+	without /= float64(b.N)
+	b.ReportMetric(withCache, "cached-tokens/s")
+	b.ReportMetric(without, "uncached-tokens/s")
+	b.ReportMetric(withCache/without, "speedup")
+	b.Logf("batch %d: %.0f new tokens/s with the KV cache (%d tokens), %.1f without (%d tokens): %.0fx",
+		batch, withCache, newTokens, without, uncachedN, withCache/without)
+}
