@@ -172,6 +172,8 @@ type DynamicBatch[T any] struct {
 	groups               [][]T
 	rewards              [][]float64
 	dropped              int
+	spareGroups          [][]T
+	spareRewards         [][]float64
 }
 
 // NewDynamicBatch wants wantGroups groups of numGenerations items each.
@@ -195,11 +197,29 @@ func (b *DynamicBatch[T]) Add(items []T, rewards []float64) (bool, error) {
 	}
 	if zero[0] {
 		b.dropped++
+		b.spareGroups = append(b.spareGroups, items)
+		b.spareRewards = append(b.spareRewards, rewards)
 		return false, nil
 	}
 	b.groups = append(b.groups, items)
 	b.rewards = append(b.rewards, rewards)
 	return true, nil
+}
+
+// Keep adds a group unconditionally (generation without dynamic sampling).
+func (b *DynamicBatch[T]) Keep(items []T, rewards []float64) {
+	b.groups = append(b.groups, items)
+	b.rewards = append(b.rewards, rewards)
+}
+
+// TopUp fills a batch that is not full (generation ran out of rounds) with dropped groups, in the order
+// they were dropped: they teach nothing, but the step keeps its shape.
+func (b *DynamicBatch[T]) TopUp() {
+	for i := 0; !b.Full() && i < len(b.spareGroups); i++ {
+		b.groups = append(b.groups, b.spareGroups[i])
+		b.rewards = append(b.rewards, b.spareRewards[i])
+	}
+	b.spareGroups, b.spareRewards = nil, nil
 }
 
 // Full reports whether the wanted number of groups has been kept.

@@ -171,6 +171,12 @@ func (t *Trainer) Train(ctx context.Context, resume bool) error {
 	return t.save(filepath.Join(cfg.OutputDir, "final"), st)
 }
 
+// scored is one trajectory with its score from each reward function.
+type scored struct {
+	traj   *rollout.Trajectory
+	scores []float64
+}
+
 // generation is one generation batch, ready for its optimizer steps.
 type generation struct {
 	trajs      []*rollout.Trajectory
@@ -192,19 +198,9 @@ func (t *Trainer) generate(ctx context.Context, st *State) (*generation, error) 
 	if err != nil {
 		return nil, err
 	}
-	var (
-		trajs   []*rollout.Trajectory
-		perFunc = make([][]float64, len(t.Rewards))
-		kept    int
-		spare   [][]int // zero-std groups, used when refilling fails
-		all     []*rollout.Trajectory
-		allPer  = make([][]float64, len(t.Rewards))
-	)
-	for round := 0; kept < want; round++ {
-		if cfg.DynamicSampling && cfg.DynamicSamplingMaxRounds > 0 && round >= cfg.DynamicSamplingMaxRounds {
-			break
-		}
-		if !cfg.DynamicSampling && round > 0 {
+	batch := NewDynamicBatch[scored](want, n)
+	for round := 0; !batch.Full(); round++ {
+		if round > 0 && (!cfg.DynamicSampling || cfg.DynamicSamplingMaxRounds > 0 && round >= cfg.DynamicSamplingMaxRounds) {
 			break
 		}
 		jobs, err := t.nextJobs(st, want)
@@ -216,52 +212,41 @@ func (t *Trainer) generate(ctx context.Context, st *State) (*generation, error) 
 		if err != nil {
 			return nil, err
 		}
-		base := len(all)
-		all = append(all, got...)
-		for k := range t.Rewards {
-			allPer[k] = append(allPer[k], scores[k]...)
-		}
-		summed, err := WeightedRewards(scores, t.Weights)
-		if err != nil {
-			return nil, err
-		}
-		zero, err := ZeroStdGroups(summed, n)
+		summed, err := WeightedRewards(transpose(scores), t.Weights)
 		if err != nil {
 			return nil, err
 		}
 		for g := 0; g < len(got)/n; g++ {
-			idx := make([]int, n)
-			for j := range idx {
-				idx[j] = base + g*n + j
+			items := make([]scored, n)
+			for j := range items {
+				i := g*n + j
+				items[j] = scored{traj: got[i], scores: make([]float64, len(t.Rewards))}
+				for k := range t.Rewards {
+					items[j].scores[k] = scores[k][i]
+				}
 			}
-			if cfg.DynamicSampling && zero[g*n] {
-				spare = append(spare, idx)
+			if !cfg.DynamicSampling {
+				batch.Keep(items, summed[g*n:(g+1)*n])
 				continue
 			}
-			if kept < want {
-				for _, i := range idx {
-					trajs = append(trajs, all[i])
-					for k := range t.Rewards {
-						perFunc[k] = append(perFunc[k], allPer[k][i])
-					}
-				}
-				kept++
+			if _, err := batch.Add(items, summed[g*n:(g+1)*n]); err != nil {
+				return nil, err
 			}
 		}
 	}
-	for _, idx := range spare {
-		if kept >= want {
-			break
-		}
-		for _, i := range idx {
-			trajs = append(trajs, all[i])
+	batch.TopUp()
+	groups, _ := batch.Groups()
+	var trajs []*rollout.Trajectory
+	perFunc := make([][]float64, len(t.Rewards))
+	for _, grp := range groups {
+		for _, it := range grp {
+			trajs = append(trajs, it.traj)
 			for k := range t.Rewards {
-				perFunc[k] = append(perFunc[k], allPer[k][i])
+				perFunc[k] = append(perFunc[k], it.scores[k])
 			}
 		}
-		kept++
 	}
-	rewards, err := WeightedRewards(perFunc, t.Weights)
+	rewards, err := WeightedRewards(transpose(perFunc), t.Weights)
 	if err != nil {
 		return nil, err
 	}
@@ -278,7 +263,7 @@ func (t *Trainer) generate(ctx context.Context, st *State) (*generation, error) 
 		"frac_reward_zero_std": adv.FracRewardZeroStd,
 	}}
 	if cfg.DynamicSampling {
-		gen.metrics["dynamic_sampling/dropped_groups"] = float64(len(spare))
+		gen.metrics["dynamic_sampling/dropped_groups"] = float64(batch.Dropped())
 	}
 	for k, f := range t.Rewards {
 		gen.metrics["rewards/"+f.Name()+"/mean"] = nanMean(perFunc[k])
@@ -723,3 +708,18 @@ func (m *MetricsFile) Write(rec map[string]any) error {
 
 // Close closes the file.
 func (m *MetricsFile) Close() error { return m.f.Close() }
+
+// transpose turns per-function score lists [k][i] into per-completion rows [i][k].
+func transpose(perFunc [][]float64) [][]float64 {
+	if len(perFunc) == 0 {
+		return nil
+	}
+	out := make([][]float64, len(perFunc[0]))
+	for i := range out {
+		out[i] = make([]float64, len(perFunc))
+		for k := range perFunc {
+			out[i][k] = perFunc[k][i]
+		}
+	}
+	return out
+}
