@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/mcprl/mcprl/model"
@@ -15,6 +16,28 @@ type Model struct {
 	// model.Session); it bounds the prompt chunk plus every sampled and
 	// appended token of a batch.
 	Capacity int
+	// CompletionSlots, when > 0, sizes each batch's cache from its own
+	// prompts instead of Capacity: the slots its prompts' batched feed takes,
+	// plus CompletionSlots for everything after them (one slot per decoding
+	// step of a Generate, and each observation feed's chunk). A session's
+	// per-step cost grows with its slots, so a cache sized to the actual
+	// prompts rather than max_prompt_length samples faster.
+	CompletionSlots int
+}
+
+// maxChunk is model.Session's longest chunk of one feed.
+const maxChunk = 512
+
+// feedSlots is the number of cache slots model.Session.Append takes to feed
+// sequences of which the longest has n tokens.
+func feedSlots(n int) int {
+	slots := 0
+	for n > 0 {
+		c := min(n, maxChunk)
+		slots += min(model.Bucket(c), maxChunk)
+		n -= c
+	}
+	return slots
 }
 
 // NewBatch implements Policy.
@@ -22,7 +45,15 @@ func (p *Model) NewBatch(ctx context.Context, prompts [][]int32, opts SampleOpti
 	if len(prompts) == 0 {
 		return nil, fmt.Errorf("model policy: no prompts")
 	}
-	s, err := p.M.NewSession(len(prompts), p.Capacity, uint64(opts.Seed))
+	capacity := p.Capacity
+	if p.CompletionSlots > 0 {
+		longest := 0
+		for _, pr := range prompts {
+			longest = max(longest, len(pr))
+		}
+		capacity = feedSlots(longest) + p.CompletionSlots
+	}
+	s, err := p.M.NewSession(len(prompts), capacity, uint64(opts.Seed))
 	if err != nil {
 		return nil, fmt.Errorf("model policy: %w", err)
 	}
@@ -66,6 +97,13 @@ func (b *modelBatch) Generate(ctx context.Context, maxNew []int) ([]Sample, erro
 		return out, nil
 	}
 	if err := b.s.Append(ctx, feed); err != nil {
+		if errors.Is(err, model.ErrCapacity) {
+			// The cache has no room for these prompts or observations
+			// (the session is unchanged): every sequence that wanted to
+			// continue ends here, out of budget, like one that ran out of
+			// tokens; the run goes on.
+			return out, nil
+		}
 		return nil, fmt.Errorf("model policy: %w", err)
 	}
 	stop := make([]int, len(b.opts.StopIDs))

@@ -140,3 +140,44 @@ func TestReplay(t *testing.T) {
 		t.Errorf("past the script: %+v", out)
 	}
 }
+
+// TestModelCapacity: with CompletionSlots the cache is sized from the
+// prompts; when an observation no longer fits, the sequences that wanted
+// to continue get an empty, unstopped sample (out of budget) and the batch
+// goes on, rather than failing.
+func TestModelCapacity(t *testing.T) {
+	m := tinyModel(t)
+	// prompts of 5 tokens take 16 slots (the smallest bucket); 64 slots in all.
+	p := &policy.Model{M: m, CompletionSlots: 30}
+	ctx := context.Background()
+	b, err := p.NewBatch(ctx, [][]int32{{5, 6, 7, 8, 9}, {10, 11}}, policy.SampleOptions{Temperature: 1, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	out, err := b.Generate(ctx, []int{20, 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out[0].IDs) != 20 || len(out[1].IDs) != 20 {
+		t.Fatalf("first turn: %d and %d tokens", len(out[0].IDs), len(out[1].IDs))
+	}
+	obs := make([]int32, 40)
+	for i := range obs {
+		obs[i] = int32(20 + i)
+	}
+	for i := range 2 {
+		if err := b.Append(i, obs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err = b.Generate(ctx, []int{10, 10})
+	if err != nil {
+		t.Fatalf("a full cache failed the batch: %v", err)
+	}
+	for i, s := range out {
+		if len(s.IDs) != 0 || s.Stopped {
+			t.Errorf("sequence %d: %+v, want an empty unstopped sample", i, s)
+		}
+	}
+}

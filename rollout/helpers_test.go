@@ -151,7 +151,12 @@ func tinyModel(t testing.TB, seed uint64, tied bool) *model.Model {
 // with a real KV cache; only its weights are chosen.
 func chainModel(t testing.TB, seed uint64, chain []int32) *model.Model {
 	t.Helper()
-	m := tinyModel(t, seed, false)
+	return chainWeights(t, tinyModel(t, seed, false), chain)
+}
+
+// chainWeights rewrites m's untied lm_head so that it greedily follows chain.
+func chainWeights(t testing.TB, m *model.Model, chain []int32) *model.Model {
+	t.Helper()
 	d, v := m.Config.HiddenSize, m.Config.VocabSize
 	emb := m.Ctx.GetVariableByScopeAndName("/model/embed_tokens", "weight")
 	head := m.Ctx.GetVariableByScopeAndName("/lm_head", "weight")

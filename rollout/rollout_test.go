@@ -525,3 +525,23 @@ func TestPolicyFailureClosesSandboxes(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheFull: a policy whose cache fills up mid-trajectory ends those
+// trajectories truncated (token-in, token-out still holds); the run does
+// not fail.
+func TestCacheFull(t *testing.T) {
+	f := newFactory(t, loadFixture(t, customersDir), sandbox.Options{})
+	m, _ := chainPolicyModel(t)
+	rec := &recorder{P: &policy.Model{M: m, CompletionSlots: 40}}
+	r := runner(t, rec, rollout.Config{NumGenerations: 2, MaxCompletionLength: 400, MaxToolCallingIterations: 5})
+	trajs, err := r.Run(context.Background(), []rollout.Job{{Task: seedTask(), Factory: f}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tr := range trajs {
+		checkTokenInTokenOut(t, rec.batches[0], i, tr)
+		if tr.Error != "" || !tr.Truncated || len(tr.Calls()) < 1 || len(tr.Calls()) > 4 {
+			t.Errorf("trajectory %d: error %q truncated %v, %d calls", i, tr.Error, tr.Truncated, len(tr.Calls()))
+		}
+	}
+}
