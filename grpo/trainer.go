@@ -327,14 +327,15 @@ func (t *Trainer) nextJobs(st *State, count int) ([]rollout.Job, error) {
 // score of trajectory i (NaN when it could not be scored, as TRL's None).
 func (t *Trainer) rollout(ctx context.Context, jobs []rollout.Job, round int64) ([]*rollout.Trajectory, [][]float64, error) {
 	cfg := t.Config
-	iters := 0
+	// TRL's None: no limit but max_completion_length.
+	iters := math.MaxInt32
 	if cfg.MaxToolCallingIterations != nil {
 		iters = *cfg.MaxToolCallingIterations
 	}
 	var mu sync.Mutex
 	scored := map[*rollout.Trajectory][]float64{}
 	r := &rollout.Runner{
-		Policy:    &policy.Model{M: t.Model, Capacity: sessionCapacity(cfg, iters)},
+		Policy:    &policy.Model{M: t.Model, CompletionSlots: completionSlots(cfg, iters)},
 		Tokenizer: t.Tokenizer,
 		Template:  t.Template,
 		Config: rollout.Config{
@@ -391,15 +392,12 @@ func (t *Trainer) rollout(ctx context.Context, jobs []rollout.Job, round int64) 
 	return trajs, scores, nil
 }
 
-// sessionCapacity bounds the KV-cache slots of a rollout batch: the prompt
-// chunk, then per turn its sampled tokens and its observation chunk.
-func sessionCapacity(cfg *Config, iters int) int {
-	prompt := cfg.MaxPromptLength
-	if prompt <= 0 {
-		prompt = 2048
-	}
-	turns := iters + 1
-	return model.Bucket(prompt) + turns*cfg.MaxCompletionLength + iters*model.Bucket(cfg.MaxCompletionLength)
+// completionSlots sizes the KV cache of a rollout batch after its prompts:
+// the sampled tokens of every turn and an observation chunk per tool round.
+// A batch that still runs out ends the sequences that wanted more as
+// truncated (see policy.Model).
+func completionSlots(cfg *Config, iters int) int {
+	return 2*cfg.MaxCompletionLength + min(iters, 8)*model.Bucket(min(cfg.MaxCompletionLength, 512))
 }
 
 // trajectoryMetrics are the completion and tool-use statistics of a batch.
