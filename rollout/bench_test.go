@@ -62,8 +62,19 @@ func benchModel(b *testing.B) (*model.Model, []int32) {
 	return chainWeights(b, m, chain), chain
 }
 
+// The rollout limits of examples/customers/quick.yaml, with room for three
+// turns of the chain (max_completion_length 192 instead of 96).
+const (
+	benchCompletion = 192
+	// benchCapacity is grpo's sessionCapacity for these limits:
+	// Bucket(max_prompt_length) + turns*max_completion_length + iterations*Bucket(max_completion_length).
+	benchCapacity = 512 + 3*benchCompletion + 2*256
+	// benchCompletionSlots is the same bound without the prompt part.
+	benchCompletionSlots = 3*benchCompletion + 2*256
+)
+
 func benchRun(b *testing.B, p policy.Policy, f *sandbox.Factory, n int) []*rollout.Trajectory {
-	r := runner(b, p, rollout.Config{NumGenerations: n, MaxCompletionLength: 256, MaxToolCallingIterations: 2})
+	r := runner(b, p, rollout.Config{NumGenerations: n, MaxPromptLength: 512, MaxCompletionLength: benchCompletion, MaxToolCallingIterations: 2})
 	trajs, err := r.Run(context.Background(), []rollout.Job{{Task: seedTask(), Factory: f}})
 	if err != nil {
 		b.Fatal(err)
@@ -84,7 +95,7 @@ func BenchmarkRolloutBatchedVsSequential(b *testing.B) {
 	const n = 8
 	m, _ := benchModel(b)
 	f := newFactory(b, loadFixture(b, customersDir), sandbox.Options{})
-	p := &policy.Model{M: m, Capacity: 1024}
+	p := &policy.Model{M: m, Capacity: benchCapacity}
 	benchRun(b, p, f, n) // compile the decode graphs for both shapes once
 	benchRun(b, p, f, 1)
 	var batched, sequential time.Duration
@@ -114,7 +125,7 @@ func BenchmarkRolloutOutsideModel(b *testing.B) {
 	const n = 8
 	m, chain := benchModel(b)
 	f := newFactory(b, loadFixture(b, customersDir), sandbox.Options{})
-	p := &policy.Model{M: m, Capacity: 1024}
+	p := &policy.Model{M: m, Capacity: benchCapacity}
 	benchRun(b, p, f, n)
 	replay := &policy.Replay{Scripts: [][][]int32{{chain[1:], chain[1:], chain[1:]}}}
 	var total, inside, scripted time.Duration
@@ -133,4 +144,32 @@ func BenchmarkRolloutOutsideModel(b *testing.B) {
 	b.ReportMetric(float64(inside.Milliseconds())/float64(b.N), "ms-in-model/rollout")
 	b.ReportMetric(100*float64(total-inside)/float64(total), "%outside-model")
 	b.ReportMetric(float64(scripted.Microseconds())/1000/float64(b.N*n), "ms-loop+sandbox/trajectory")
+}
+
+// BenchmarkRolloutCacheSizing: the batched rollout with the KV cache sized
+// as grpo's trainer sizes it (max_prompt_length's bucket plus the
+// completion bound: 1,600 slots) against CompletionSlots (the actual
+// prompts' bucket plus the same completion bound: 1,216 slots here), in the
+// same run. speedup = fixed / sized.
+func BenchmarkRolloutCacheSizing(b *testing.B) {
+	const n = 8
+	m, _ := benchModel(b)
+	f := newFactory(b, loadFixture(b, customersDir), sandbox.Options{})
+	fixed := &policy.Model{M: m, Capacity: benchCapacity}
+	sized := &policy.Model{M: m, CompletionSlots: benchCompletionSlots}
+	benchRun(b, fixed, f, n)
+	benchRun(b, sized, f, n)
+	var tf, ts time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		benchRun(b, fixed, f, n)
+		tf += time.Since(start)
+		start = time.Now()
+		benchRun(b, sized, f, n)
+		ts += time.Since(start)
+	}
+	b.ReportMetric(float64(tf.Milliseconds())/float64(b.N), "ms/fixed-capacity")
+	b.ReportMetric(float64(ts.Milliseconds())/float64(b.N), "ms/completion-slots")
+	b.ReportMetric(float64(tf)/float64(ts), "speedup")
 }

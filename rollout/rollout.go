@@ -284,6 +284,11 @@ func (r *Runner) stopIDs() (*stopSet, error) {
 // nil when the trajectory is over.
 func (r *Runner) turn(ctx context.Context, s *state, sample policy.Sample, stops *stopSet) []int32 {
 	t := s.traj
+	if len(sample.IDs) == 0 {
+		// Nothing sampled: the policy had no room left (a full cache).
+		t.Truncated = true
+		return nil
+	}
 	for k, id := range sample.IDs {
 		t.Tokens = append(t.Tokens, id)
 		t.Mask = append(t.Mask, 1)

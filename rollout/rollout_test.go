@@ -543,5 +543,10 @@ func TestCacheFull(t *testing.T) {
 		if tr.Error != "" || !tr.Truncated || len(tr.Calls()) < 1 || len(tr.Calls()) > 4 {
 			t.Errorf("trajectory %d: error %q truncated %v, %d calls", i, tr.Error, tr.Truncated, len(tr.Calls()))
 		}
+		for k, turn := range tr.Turns {
+			if turn.Text == "" {
+				t.Errorf("trajectory %d: turn %d is empty", i, k)
+			}
+		}
 	}
 }
