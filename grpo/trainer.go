@@ -281,7 +281,7 @@ func (t *Trainer) generate(ctx context.Context, st *State) (*generation, error) 
 			}
 		}
 	}
-	gen.length = model.Bucket(longest)
+	gen.length = SequenceBucket(longest)
 	if cfg.NeedsOldLogProbs() {
 		if gen.old, err = t.batchLogProbs(t.logProbs, gen); err != nil {
 			return nil, err
@@ -721,3 +721,9 @@ func transpose(perFunc [][]float64) [][]float64 {
 	}
 	return out
 }
+
+// SequenceBucket is the padded length of a training batch whose longest
+// sequence has n tokens: the next multiple of 64. Every distinct length
+// compiles a graph once; multiples of 64 keep padding under 64 tokens while
+// a run sees only a few lengths.
+func SequenceBucket(n int) int { return max((n+63)/64*64, 64) }

@@ -177,7 +177,7 @@ func (t *Trainer) Train(ctx context.Context) error {
 	for _, ex := range t.Examples {
 		longest = max(longest, len(ex.Tokens))
 	}
-	length := model.Bucket(longest)
+	length := grpo.SequenceBucket(longest)
 	pad := 0
 	if t.Model.Config.PadTokenID != nil {
 		pad = *t.Model.Config.PadTokenID
