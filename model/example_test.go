@@ -55,3 +55,33 @@ func ExampleModel_TokenLogProbs() {
 	// loss fell: true
 	// [41 42 43 44 2] stop
 }
+
+// A multi-turn rollout: prompts of different lengths are fed once, each sequence samples until a stop id
+// (here </tool_call>'s stand-in 7 or EOS) or its budget, tool output is appended to the sequences that called a
+// tool, and sampling continues from the cache; nothing already sampled is re-encoded.
+func ExampleSession() {
+	backend, _ := model.NewBackend("")
+	cfg := model.TinyConfig(64, 1, 2)
+	cfg.HiddenSize, cfg.IntermediateSize, cfg.NumHiddenLayers = 64, 128, 2
+	m, _ := model.New(backend, cfg, 0)
+	ctx := context.Background()
+
+	s, _ := m.NewSession(2, 256, 42) // 2 sequences, 256 cache slots, seed 42
+	defer s.Close()
+	_ = s.Append(ctx, [][]int{{1, 10, 11, 12}, {1, 20}})
+	opts := model.SampleOptions{Temperature: 1, TopP: 0.95, MaxNewTokensPer: []int{6, 4}, Stop: []int{2, 7}}
+	turn1, _ := s.Generate(ctx, opts)
+	for i, c := range turn1 {
+		fmt.Println(i, len(c.Tokens) == len(c.LogProbs), c.Stop != "")
+	}
+	// Tool output for sequence 0 only; sequence 1 stays finished.
+	_ = s.Append(ctx, [][]int{{30, 31, 32}, nil})
+	turn2, _ := s.Generate(ctx, model.SampleOptions{Temperature: 1, MaxNewTokens: 5, Stop: []int{2}})
+	fmt.Println(len(turn2[0].Tokens) > 0, turn2[1].Stop == "")
+	fmt.Println(len(s.Tokens(0)) == 4+len(turn1[0].Tokens)+3+len(turn2[0].Tokens))
+	// Output:
+	// 0 true true
+	// 1 true true
+	// true true
+	// true
+}
