@@ -235,3 +235,36 @@ func TestSessionCapacity(t *testing.T) {
 		t.Errorf("append beyond capacity succeeded")
 	}
 }
+
+// TestLongPromptChunks: a prompt longer than one chunk (maxChunk) is fed in several graph calls and decoding
+// still equals the uncached reference.
+func TestLongPromptChunks(t *testing.T) {
+	m := newTestModel(t, 11)
+	ctx := context.Background()
+	long := make([]int, maxChunk+88)
+	for i := range long {
+		long[i] = (i*13 + 5) % m.Config.VocabSize
+	}
+	prompts := [][]int{long, {4, 5, 6}}
+	s, err := m.NewSession(2, 1024, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Append(ctx, prompts); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Generate(ctx, SampleOptions{MaxNewTokens: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := m.GreedyNoCache(ctx, prompts, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for b := range prompts {
+		if !slices.Equal(got[b].Tokens, want[b]) {
+			t.Errorf("seq %d: cached %v, uncached %v", b, got[b].Tokens, want[b])
+		}
+	}
+}
