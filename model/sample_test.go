@@ -268,3 +268,47 @@ func TestLongPromptChunks(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentSessions: sessions of one model sampling at the same time (as concurrent rollouts do) give the
+// same tokens as one after the other.
+func TestConcurrentSessions(t *testing.T) {
+	m := newTestModel(t, 13)
+	ctx := context.Background()
+	run := func(seed uint64) []Completion {
+		s, err := m.NewSession(len(testPrompts), 128, seed)
+		if err != nil {
+			t.Error(err)
+			return nil
+		}
+		defer s.Close()
+		if err := s.Append(ctx, testPrompts); err != nil {
+			t.Error(err)
+			return nil
+		}
+		c, err := s.Generate(ctx, SampleOptions{Temperature: 1, MaxNewTokens: 8})
+		if err != nil {
+			t.Error(err)
+		}
+		return c
+	}
+	const n = 3
+	want := make([][]Completion, n)
+	for i := range n {
+		want[i] = run(uint64(i))
+	}
+	got := make([][]Completion, n)
+	done := make(chan int)
+	for i := range n {
+		go func() { got[i] = run(uint64(i)); done <- i }()
+	}
+	for range n {
+		<-done
+	}
+	for i := range n {
+		for b := range want[i] {
+			if !slices.Equal(got[i][b].Tokens, want[i][b].Tokens) {
+				t.Errorf("session %d seq %d: concurrent %v, sequential %v", i, b, got[i][b].Tokens, want[i][b].Tokens)
+			}
+		}
+	}
+}
