@@ -9,9 +9,10 @@ import (
 )
 
 // DefaultBackendConfig is the pure-Go (simplego) backend configuration NewBackend uses: ops run one at a time,
-// each large one (DotGeneral) split across all cores. simplego's default also runs independent ops in parallel,
-// and with two or more DotGenerals ready at once on few cores its worker pool deadlocks (v0.26: every worker
-// blocks in WaitToStart); "ops_parallel" deadlocks the same way.
+// each large one (DotGeneral) split across all cores. simplego's default also runs independent ops in parallel:
+// with two or more DotGenerals ready at once on few cores its worker pool deadlocks (v0.26: every worker blocks in
+// WaitToStart; "ops_parallel" the same), and it hung about one short GRPO run in three (all goroutines waiting in
+// executeParallel), without being faster on these graphs.
 const DefaultBackendConfig = "ops_sequential"
 
 // NewBackend returns the pure-Go GoMLX backend (nothing to download) tuned for this package's graphs.
