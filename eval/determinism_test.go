@@ -49,7 +49,7 @@ func TestDeterministicUnderSeed(t *testing.T) {
 			Sample: policy.SampleOptions{Temperature: 1, TopP: 1, Seed: seed}, BatchSize: 4, // two batches
 		}
 		ev := &eval.Evaluator{
-			Policy: eval.Fixed(&policy.Model{M: m, Capacity: cfg.SessionCapacity()}), Tokenizer: tok, Template: tpl,
+			Policy: eval.Sampled(m, cfg), Tokenizer: tok, Template: tpl,
 			Sandboxes: factories, Config: cfg,
 		}
 		res, err := ev.Run(context.Background(), tasks)

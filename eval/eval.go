@@ -61,15 +61,33 @@ func (c Config) k() int {
 }
 
 // SessionCapacity is the KV-cache size a policy.Model needs for one batch
-// under c: the prompt chunk, then per turn its sampled tokens and its
-// observation chunk (the bound the GRPO trainer uses).
-func (c Config) SessionCapacity() int {
-	prompt := c.MaxPromptLength
-	if prompt <= 0 {
-		prompt = 2048
-	}
+// under c whose longest prompt has promptLen tokens: the prompt chunk, then
+// per turn its sampled tokens and its observation chunk (the GRPO trainer's
+// bound).
+func (c Config) SessionCapacity(promptLen int) int {
 	iters := c.MaxToolCallingIterations
-	return model.Bucket(prompt) + (iters+1)*c.MaxCompletionLength + iters*model.Bucket(c.MaxCompletionLength)
+	return model.Bucket(promptLen) + (iters+1)*c.MaxCompletionLength + iters*model.Bucket(c.MaxCompletionLength)
+}
+
+// Sampled samples every batch from m with a KV cache sized to the batch's
+// longest prompt under cfg (a cache much larger than needed costs time on
+// every decoding step).
+func Sampled(m *model.Model, cfg Config) PolicyFor {
+	p := &sized{m: m, cfg: cfg}
+	return func([]*task.Task, int) (policy.Policy, error) { return p, nil }
+}
+
+type sized struct {
+	m   *model.Model
+	cfg Config
+}
+
+func (s *sized) NewBatch(ctx context.Context, prompts [][]int32, opts policy.SampleOptions) (policy.Batch, error) {
+	longest := 0
+	for _, p := range prompts {
+		longest = max(longest, len(p))
+	}
+	return (&policy.Model{M: s.m, Capacity: s.cfg.SessionCapacity(longest)}).NewBatch(ctx, prompts, opts)
 }
 
 // PolicyFor returns the policy that samples one batch, in which tasks[j]

@@ -172,7 +172,7 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags) error {
 		}
 		pol = eval.Golden(ws.tok)
 	} else {
-		pol = eval.Fixed(&policy.Model{M: ws.model, Capacity: ecfg.SessionCapacity()})
+		pol = eval.Sampled(ws.model, ecfg)
 	}
 	ev := &eval.Evaluator{Policy: pol, Tokenizer: ws.tok, Template: ws.tpl, Sandboxes: ws.factories, Config: ecfg, Progress: stderr}
 	start := time.Now()
