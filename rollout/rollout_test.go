@@ -418,7 +418,7 @@ func TestForksAndConcurrency(t *testing.T) {
 	f := newFactory(t, helperFixture(t), sandbox.Options{CallTimeout: 10 * time.Second})
 	count := call("query_database", `{"sql": "SELECT COUNT(*) AS n FROM customers WHERE status = 'inactive'"}`)
 	del := script(t, call("query_database", `{"sql": "UPDATE customers SET status = 'active' WHERE status = 'inactive'"}`), count, "done<|im_end|>")
-	keep := script(t, call("sleep", `{"ms": 400}`), count, "done<|im_end|>")
+	keep := script(t, call("sleep", `{"ms": 600}`), count, "done<|im_end|>")
 	const n = 6
 	r := runner(t, &policy.Replay{Scripts: [][][]int32{del, keep}}, rollout.Config{NumGenerations: n, MaxCompletionLength: 512, MaxToolCallingIterations: 3})
 	start := time.Now()
@@ -426,9 +426,9 @@ func TestForksAndConcurrency(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// n/2 sleeps of 400ms in one step: concurrent, well under their sum.
-	if d := time.Since(start); d > 1200*time.Millisecond {
-		t.Errorf("a step's tool calls did not run concurrently: %s for %d sleeps of 400ms", d, n/2)
+	// n/2 sleeps of 600ms in one step: concurrent, well under their sum.
+	if d := time.Since(start); d > 1300*time.Millisecond {
+		t.Errorf("a step's tool calls did not run concurrently: %s for %d sleeps of 600ms", d, n/2)
 	}
 	for i, tr := range trajs {
 		if tr.Error != "" || len(tr.Turns) != 3 {
