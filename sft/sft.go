@@ -126,7 +126,8 @@ type Trainer struct {
 }
 
 // Train runs max_steps optimizer steps (or num_train_epochs over the
-// examples), logging to metrics.jsonl and saving final/.
+// examples), logging to metrics.jsonl, saving checkpoint-STEP/ every
+// save_steps and final/ at the end.
 func (t *Trainer) Train(ctx context.Context) error {
 	cfg := t.Config
 	if len(t.Examples) == 0 {
@@ -186,6 +187,7 @@ func (t *Trainer) Train(ctx context.Context) error {
 	order := rng.Perm(len(t.Examples))
 	window := grpo.NewLogWindow()
 	logEvery := grpo.StepsEvery(cfg.LoggingSteps, total)
+	saveEvery := grpo.StepsEvery(cfg.SaveSteps, total)
 	start := time.Now()
 	st := &grpo.State{MaxSteps: total}
 	for s := 0; s < total; s++ {
@@ -240,6 +242,11 @@ func (t *Trainer) Train(ctx context.Context) error {
 				return err
 			}
 			st.LogHistory = append(st.LogHistory, rec)
+		}
+		if (s+1)%saveEvery == 0 && s+1 < total {
+			if err := grpo.SaveCheckpoint(filepath.Join(cfg.OutputDir, fmt.Sprintf("checkpoint-%d", s+1)), t.Model, t.TokenizerDir, st); err != nil {
+				return err
+			}
 		}
 	}
 	if t.Progress != nil {

@@ -1,0 +1,152 @@
+package sft_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcprl/mcprl/grpo"
+	"github.com/mcprl/mcprl/model"
+	"github.com/mcprl/mcprl/rollout"
+	"github.com/mcprl/mcprl/sandbox"
+	"github.com/mcprl/mcprl/sft"
+	"github.com/mcprl/mcprl/task"
+	"github.com/mcprl/mcprl/tokenizer"
+	"github.com/mcprl/mcprl/toolcall"
+)
+
+func TestGoldenTurns(t *testing.T) {
+	tk := &task.Task{ID: "t", Golden: []task.Message{
+		{Role: "assistant", Content: "Let me look.", ToolCalls: []toolcall.Call{
+			{Name: "query_database", Arguments: json.RawMessage(`{"sql": "SELECT 1"}`)},
+			{Name: "run_linter", Arguments: json.RawMessage(`{"path": "a.sql"}`)},
+		}},
+		{Role: "tool", Content: "1"},
+		{Role: "assistant", Content: "Done."},
+	}}
+	got, err := sft.GoldenTurns(tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"Let me look.\n<tool_call>\n{\"name\": \"query_database\", \"arguments\": {\"sql\": \"SELECT 1\"}}\n</tool_call>",
+		"<tool_call>\n{\"name\": \"run_linter\", \"arguments\": {\"path\": \"a.sql\"}}\n</tool_call>",
+		"Done.<|im_end|>",
+	}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("GoldenTurns =\n%q\nwant\n%q", got, want)
+	}
+	bad := &task.Task{ID: "b", Golden: []task.Message{{Role: "assistant", Content: "too early"}, {Role: "assistant", Content: "x"}}}
+	if _, err := sft.GoldenTurns(bad); err == nil {
+		t.Error("an answer before the last message was accepted")
+	}
+	if _, err := sft.GoldenTurns(&task.Task{ID: "e"}); err == nil {
+		t.Error("a task without golden turns was accepted")
+	}
+}
+
+// Golden trajectories replayed through the rollout loop against the live
+// sandbox, then fine-tuned on: the loss on the assistant's tokens falls, and
+// the final model loads back.
+func TestTrainLowersLoss(t *testing.T) {
+	ctx := context.Background()
+	tok, err := tokenizer.Small()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl, err := tok.Template()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixtures, err := task.LoadFixtures("../examples/fixtures")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := task.Load("../examples/customers/quick_tasks.jsonl", task.LoadOptions{Fixtures: fixtures})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := sandbox.NewFactory(ctx, fixtures["customers"], sandbox.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	jobs := make([]rollout.Job, 4)
+	for i := range jobs {
+		jobs[i] = rollout.Job{Task: &tasks[i+1], Factory: f}
+	}
+	examples, err := sft.Examples(ctx, tok, tpl, jobs, 512, 512)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ex := range examples {
+		text := tok.Decode(toInts(ex.Tokens))
+		if !strings.Contains(text, "<tool_response>") || !strings.Contains(text, "7") {
+			t.Errorf("%s: the replayed golden lacks the live tool result:\n%s", ex.TaskID, text)
+		}
+		var sampled []int
+		for i, m := range ex.Mask {
+			if m == 1 {
+				sampled = append(sampled, int(ex.Tokens[i]))
+			}
+		}
+		if s := tok.Decode(sampled); strings.Contains(s, "<tool_response>") || !strings.Contains(s, "<tool_call>") {
+			t.Errorf("%s: loss-masked tokens are not the assistant's: %q", ex.TaskID, s)
+		}
+	}
+
+	backend, err := model.NewBackend("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc := model.TinyConfig(tok.VocabSize(), -1, tok.EOS())
+	mc.HiddenSize, mc.IntermediateSize, mc.NumHiddenLayers, mc.NumAttentionHeads, mc.NumKeyValueHeads = 32, 64, 1, 2, 1
+	m, err := model.New(backend, mc, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := grpo.Default()
+	cfg.OutputDir = t.TempDir()
+	cfg.MaxSteps = 8
+	cfg.PerDeviceTrainBatchSize = 4
+	cfg.LearningRate = 1e-2
+	cfg.LRSchedulerType = "constant"
+	cfg.LoggingSteps = 1
+	cfg.SaveSteps = 4
+	tr := &sft.Trainer{Config: &cfg, Model: m, TokenizerDir: "../tokenizer/small/qwen2.5-2048", Examples: examples}
+	if err := tr.Train(ctx); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(cfg.OutputDir, "metrics.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var losses []float64
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var rec struct{ Loss float64 }
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatal(err)
+		}
+		losses = append(losses, rec.Loss)
+	}
+	if len(losses) != 8 || losses[7] >= losses[0]*0.8 {
+		t.Errorf("losses %v: want 8 steps and the last under 80%% of the first", losses)
+	}
+	if _, err := model.Load(backend, filepath.Join(cfg.OutputDir, "final")); err != nil {
+		t.Errorf("final/: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.OutputDir, "checkpoint-4", "trainer_state.json")); err != nil {
+		t.Errorf("checkpoint-4: %v", err)
+	}
+}
+
+func toInts(ids []int32) []int {
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		out[i] = int(id)
+	}
+	return out
+}
