@@ -84,59 +84,55 @@ func TestLossMaskZeroGradient(t *testing.T) {
 	variants = append(variants, variant{grpo.LossGRPO, grpo.LevelSequence, 0}, variant{grpo.LossDAPO, grpo.LevelSequence, 0.04})
 	for _, v := range variants {
 		lossType, level, beta := v.lossType, v.level, v.beta
-		{
-			{
-				cfg := grpo.Default()
-				cfg.LossType, cfg.ImportanceSamplingLevel, cfg.Beta, cfg.MaxCompletionLength = lossType, level, beta, 300
-				lc := cfg.LossConfig()
-				exec, err := mlctx.NewExecAny(m.Backend, m.Ctx, func(ctx *mlctx.Context, ins []*Node) []*Node {
-					tokens, attn, mask, adv, old, ref, delta := ins[0], ins[1], ins[2], ins[3], ins[4], ins[5], ins[6]
-					logp := Add(m.TokenLogProbsAt(ctx, tokens, attn, cfg.Temperature), delta)
-					in := grpo.LossInputs{LogP: logp, OldLogP: old, Mask: mask, Advantages: adv,
-						NumItemsInBatch: Const(logp.Graph(), float32(40))}
-					if beta > 0 {
-						in.RefLogP = ref
+		cfg := grpo.Default()
+		cfg.LossType, cfg.ImportanceSamplingLevel, cfg.Beta, cfg.MaxCompletionLength = lossType, level, beta, 300
+		lc := cfg.LossConfig()
+		exec, err := mlctx.NewExecAny(m.Backend, m.Ctx, func(ctx *mlctx.Context, ins []*Node) []*Node {
+			tokens, attn, mask, adv, old, ref, delta := ins[0], ins[1], ins[2], ins[3], ins[4], ins[5], ins[6]
+			logp := Add(m.TokenLogProbsAt(ctx, tokens, attn, cfg.Temperature), delta)
+			in := grpo.LossInputs{LogP: logp, OldLogP: old, Mask: mask, Advantages: adv,
+				NumItemsInBatch: Const(logp.Graph(), float32(40))}
+			if beta > 0 {
+				in.RefLogP = ref
+			}
+			out, err := grpo.Loss(lc, in)
+			if err != nil {
+				panic(err)
+			}
+			return []*Node{out.Loss, Gradient(out.Loss, logp)[0]}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := exec.Exec(tokens, attn, mask, adv, old, ref, zero)
+		if err != nil {
+			t.Fatalf("%s/%s/beta %g: %v", lossType, level, beta, err)
+		}
+		loss := tensors.ToScalar[float32](res[0])
+		grad := tensors.MustCopyFlatData[float32](res[1])
+		res2, err := exec.Exec(tokens, attn, mask, adv, old, ref, deltaT)
+		if err != nil {
+			t.Fatal(err)
+		}
+		loss2 := tensors.ToScalar[float32](res2[0])
+		if loss != loss2 || math.IsNaN(float64(loss)) {
+			t.Errorf("%s/%s/beta %g: loss %g changes to %g when tool-output log-probs change", lossType, level, beta, loss, loss2)
+		}
+		nonzero := 0
+		for i, tr := range trajs {
+			for k := 0; k < T; k++ {
+				g := grad[i*T+k]
+				if k >= len(tr.Tokens) || tr.Mask[k] == 0 {
+					if g != 0 {
+						t.Errorf("%s/%s/beta %g: trajectory %d token %d (mask 0) has gradient %g", lossType, level, beta, i, k, g)
 					}
-					out, err := grpo.Loss(lc, in)
-					if err != nil {
-						panic(err)
-					}
-					return []*Node{out.Loss, Gradient(out.Loss, logp)[0]}
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				res, err := exec.Exec(tokens, attn, mask, adv, old, ref, zero)
-				if err != nil {
-					t.Fatalf("%s/%s/beta %g: %v", lossType, level, beta, err)
-				}
-				loss := tensors.ToScalar[float32](res[0])
-				grad := tensors.MustCopyFlatData[float32](res[1])
-				res2, err := exec.Exec(tokens, attn, mask, adv, old, ref, deltaT)
-				if err != nil {
-					t.Fatal(err)
-				}
-				loss2 := tensors.ToScalar[float32](res2[0])
-				if loss != loss2 || math.IsNaN(float64(loss)) {
-					t.Errorf("%s/%s/beta %g: loss %g changes to %g when tool-output log-probs change", lossType, level, beta, loss, loss2)
-				}
-				nonzero := 0
-				for i, tr := range trajs {
-					for k := 0; k < T; k++ {
-						g := grad[i*T+k]
-						if k >= len(tr.Tokens) || tr.Mask[k] == 0 {
-							if g != 0 {
-								t.Errorf("%s/%s/beta %g: trajectory %d token %d (mask 0) has gradient %g", lossType, level, beta, i, k, g)
-							}
-						} else if g != 0 {
-							nonzero++
-						}
-					}
-				}
-				if nonzero == 0 {
-					t.Errorf("%s/%s/beta %g: no sampled token has a gradient", lossType, level, beta)
+				} else if g != 0 {
+					nonzero++
 				}
 			}
+		}
+		if nonzero == 0 {
+			t.Errorf("%s/%s/beta %g: no sampled token has a gradient", lossType, level, beta)
 		}
 	}
 }
