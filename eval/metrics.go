@@ -157,6 +157,7 @@ func Empty(c rollout.CallResult) bool {
 
 type tally struct {
 	tasks                                    map[string][]bool
+	order                                    []string // task ids in first-seen order (a fixed summation order)
 	trajs, ok, turns, errors                 int
 	calls, accurate, hallucinated, malformed int
 	setback, corrected                       int
@@ -167,6 +168,9 @@ func (t *tally) add(s *Sample) {
 		t.tasks = map[string][]bool{}
 	}
 	ok := s.Success()
+	if _, seen := t.tasks[s.Task.ID]; !seen {
+		t.order = append(t.order, s.Task.ID)
+	}
 	t.tasks[s.Task.ID] = append(t.tasks[s.Task.ID], ok)
 	t.trajs++
 	if ok {
@@ -208,7 +212,8 @@ func (t *tally) metrics(k int) (*Metrics, error) {
 		NErrors:            t.errors,
 	}
 	sum := 0.0
-	for id, runs := range t.tasks {
+	for _, id := range t.order {
+		runs := t.tasks[id]
 		c := 0
 		for _, ok := range runs {
 			if ok {
