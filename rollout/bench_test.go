@@ -66,11 +66,13 @@ func benchModel(b *testing.B) (*model.Model, []int32) {
 // turns of the chain (max_completion_length 192 instead of 96).
 const (
 	benchCompletion = 192
-	// benchCapacity is grpo's sessionCapacity for these limits:
+	// benchCapacity is the capacity grpo's trainer used before 65c5676:
 	// Bucket(max_prompt_length) + turns*max_completion_length + iterations*Bucket(max_completion_length).
 	benchCapacity = 512 + 3*benchCompletion + 2*256
-	// benchCompletionSlots is the same bound without the prompt part.
-	benchCompletionSlots = 3*benchCompletion + 2*256
+	// benchCompletionSlots is grpo's completionSlots since then (the
+	// actual prompts' bucket is added by policy.Model):
+	// 2*max_completion_length + iterations*Bucket(max_completion_length).
+	benchCompletionSlots = 2*benchCompletion + 2*256
 )
 
 func benchRun(b *testing.B, p policy.Policy, f *sandbox.Factory, n int) []*rollout.Trajectory {
@@ -95,7 +97,7 @@ func BenchmarkRolloutBatchedVsSequential(b *testing.B) {
 	const n = 8
 	m, _ := benchModel(b)
 	f := newFactory(b, loadFixture(b, customersDir), sandbox.Options{})
-	p := &policy.Model{M: m, Capacity: benchCapacity}
+	p := &policy.Model{M: m, CompletionSlots: benchCompletionSlots}
 	benchRun(b, p, f, n) // compile the decode graphs for both shapes once
 	benchRun(b, p, f, 1)
 	var batched, sequential time.Duration
@@ -125,7 +127,7 @@ func BenchmarkRolloutOutsideModel(b *testing.B) {
 	const n = 8
 	m, chain := benchModel(b)
 	f := newFactory(b, loadFixture(b, customersDir), sandbox.Options{})
-	p := &policy.Model{M: m, Capacity: benchCapacity}
+	p := &policy.Model{M: m, CompletionSlots: benchCompletionSlots}
 	benchRun(b, p, f, n)
 	replay := &policy.Replay{Scripts: [][][]int32{{chain[1:], chain[1:], chain[1:]}}}
 	var total, inside, scripted time.Duration
@@ -147,10 +149,10 @@ func BenchmarkRolloutOutsideModel(b *testing.B) {
 }
 
 // BenchmarkRolloutCacheSizing: the batched rollout with the KV cache sized
-// as grpo's trainer sizes it (max_prompt_length's bucket plus the
-// completion bound: 1,600 slots) against CompletionSlots (the actual
-// prompts' bucket plus the same completion bound: 1,216 slots here), in the
-// same run. speedup = fixed / sized.
+// as grpo's trainer sized it before 65c5676 (max_prompt_length's bucket
+// plus the completion bound: 1,600 slots) against the trainer's
+// CompletionSlots now (the actual prompts' bucket, 128 here, plus 896), in
+// the same run. speedup = fixed / sized.
 func BenchmarkRolloutCacheSizing(b *testing.B) {
 	const n = 8
 	m, _ := benchModel(b)
