@@ -553,10 +553,11 @@ func metricKeys(cfg *Config) []string {
 	return keys
 }
 
-// trainable returns the policy's trainable variables in a fixed order.
-func (t *Trainer) trainable() []*mlctx.Variable {
+// TrainableVariables returns m's trainable variables (not the optimizer's
+// state) in a fixed order: what a training step differentiates and updates.
+func TrainableVariables(m *model.Model) []*mlctx.Variable {
 	var vars []*mlctx.Variable
-	for v := range t.Model.Ctx.IterVariables() {
+	for v := range m.Ctx.IterVariables() {
 		if v.Trainable && !strings.HasPrefix(v.Scope(), OptimizerScope) {
 			vars = append(vars, v)
 		}
@@ -569,7 +570,7 @@ func (t *Trainer) trainable() []*mlctx.Variable {
 // first use, then reused).
 func (t *Trainer) compile() error {
 	cfg := t.Config
-	t.vars = t.trainable()
+	t.vars = TrainableVariables(t.Model)
 	if len(t.vars) == 0 {
 		return fmt.Errorf("grpo: the model has no trainable variables")
 	}

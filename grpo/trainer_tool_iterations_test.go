@@ -86,7 +86,7 @@ func TestTrainerRunsToolsWithoutIterationLimit(t *testing.T) {
 	}
 	var got []*rollout.Trajectory
 	tr := &grpo.Trainer{Config: &gc, Model: m, Tokenizer: tok, Template: tpl,
-		Tasks: []task.Task{{ID: "t", Task: "How many inactive customers?", Fixture: "customers"}},
+		Tasks:     []task.Task{{ID: "t", Task: "How many inactive customers?", Fixture: "customers"}},
 		Sandboxes: map[string]*sandbox.Factory{"customers": f}, Rewards: []reward.Func{seed}, Weights: []float64{1},
 		OnGeneration: func(_ int, trajs []*rollout.Trajectory, _ []float64) {
 			got = trajs

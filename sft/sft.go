@@ -14,7 +14,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:staticcheck // GoMLX graph code reads best with the dot import.
@@ -148,12 +147,7 @@ func (t *Trainer) Train(ctx context.Context) error {
 	}
 	defer metrics.Close()
 
-	var vars []*mlctx.Variable
-	for v := range t.Model.Ctx.IterVariables() {
-		if v.Trainable && !strings.HasPrefix(v.Scope(), grpo.OptimizerScope) {
-			vars = append(vars, v)
-		}
-	}
+	vars := grpo.TrainableVariables(t.Model)
 	opt := cfg.Optimizer()
 	step, err := mlctx.NewExec(t.Model.Backend, t.Model.Ctx, func(ctx *mlctx.Context, tokens, attn, mask, lr *Node) (*Node, *Node) {
 		logp := t.Model.TokenLogProbs(ctx, tokens, attn)

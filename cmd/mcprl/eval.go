@@ -17,7 +17,6 @@ import (
 	"github.com/mcprl/mcprl/grpo"
 	"github.com/mcprl/mcprl/policy"
 	"github.com/mcprl/mcprl/sandbox"
-	"github.com/mcprl/mcprl/task"
 	"github.com/mcprl/mcprl/tokenizer"
 )
 
@@ -246,34 +245,8 @@ func loadTasksOnly(ctx context.Context, tasksPath, fixturesDir, dsn string, warn
 	if fixturesDir == "" {
 		return nil, errors.New("--fixtures is required")
 	}
-	fixtures, err := task.LoadFixtures(fixturesDir)
-	if err != nil {
+	if err := w.loadTasks(ctx, tasksPath, fixturesDir, dsn, warn); err != nil {
 		return nil, err
-	}
-	w.tasks, err = task.Load(tasksPath, task.LoadOptions{Fixtures: fixtures, SkipBad: true})
-	var skip *task.SkipError
-	if errors.As(err, &skip) {
-		fmt.Fprintf(warn, "warning: %v\n", err)
-	} else if err != nil {
-		return nil, err
-	}
-	if len(w.tasks) == 0 {
-		return nil, fmt.Errorf("%s: no usable tasks", tasksPath)
-	}
-	for _, t := range w.tasks {
-		if t.Fixture == "" {
-			w.Close()
-			return nil, fmt.Errorf("%s: task %q names no fixture to run its tools against", tasksPath, t.ID)
-		}
-		if _, ok := w.factories[t.Fixture]; ok {
-			continue
-		}
-		f, err := sandbox.NewFactory(ctx, fixtures[t.Fixture], sandbox.Options{DSN: dsn})
-		if err != nil {
-			w.Close()
-			return nil, fmt.Errorf("fixture %q: %w", t.Fixture, err)
-		}
-		w.factories[t.Fixture] = f
 	}
 	return w, nil
 }

@@ -99,27 +99,39 @@ func load(ctx context.Context, modelDir, tasksPath, fixturesDir, dsn string, war
 	if w.tpl, err = w.tok.Template(); err != nil {
 		return nil, fmt.Errorf("model %s: %w", modelDir, err)
 	}
+	if err := w.loadTasks(ctx, tasksPath, fixturesDir, dsn, warn); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// loadTasks reads the tasks with their fixtures and starts a sandbox factory
+// per fixture the tasks use. Bad task lines are reported to warn and skipped.
+func (w *workspace) loadTasks(ctx context.Context, tasksPath, fixturesDir, dsn string, warn io.Writer) error {
 	if tasksPath == "" || fixturesDir == "" {
-		return nil, errors.New("set tasks and fixtures in the config or pass --tasks and --fixtures")
+		return errors.New("set tasks and fixtures in the config or pass --tasks and --fixtures")
 	}
 	fixtures, err := task.LoadFixtures(fixturesDir)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	w.tasks, err = task.Load(tasksPath, task.LoadOptions{Fixtures: fixtures, SkipBad: true})
 	var skip *task.SkipError
 	if errors.As(err, &skip) {
 		fmt.Fprintf(warn, "warning: %v\n", err)
 	} else if err != nil {
-		return nil, err
+		return err
 	}
 	if len(w.tasks) == 0 {
-		return nil, fmt.Errorf("%s: no usable tasks", tasksPath)
+		return fmt.Errorf("%s: no usable tasks", tasksPath)
+	}
+	if w.factories == nil {
+		w.factories = map[string]*sandbox.Factory{}
 	}
 	for _, t := range w.tasks {
 		if t.Fixture == "" {
 			w.Close()
-			return nil, fmt.Errorf("%s: task %q names no fixture to run its tools against", tasksPath, t.ID)
+			return fmt.Errorf("%s: task %q names no fixture to run its tools against", tasksPath, t.ID)
 		}
 		if _, ok := w.factories[t.Fixture]; ok {
 			continue
@@ -127,9 +139,9 @@ func load(ctx context.Context, modelDir, tasksPath, fixturesDir, dsn string, war
 		f, err := sandbox.NewFactory(ctx, fixtures[t.Fixture], sandbox.Options{DSN: dsn})
 		if err != nil {
 			w.Close()
-			return nil, fmt.Errorf("fixture %q: %w", t.Fixture, err)
+			return fmt.Errorf("fixture %q: %w", t.Fixture, err)
 		}
 		w.factories[t.Fixture] = f
 	}
-	return w, nil
+	return nil
 }
