@@ -21,6 +21,16 @@ type group struct {
 // clean reports whether the group is stored in one spelling without stray spaces.
 func (g group) clean() bool { return len(g.forms) == 1 && g.forms[0] == strings.TrimSpace(g.forms[0]) }
 
+// match returns the WHERE clause selecting the group's rows by column col (an
+// SQL identifier) and the value a question names: the stored value when it has
+// one clean spelling, else the normalised one compared with LOWER(TRIM(col)).
+func (g group) match(col string) (where, v string) {
+	if g.clean() {
+		return " WHERE " + col + " = " + literal(g.forms[0]), g.forms[0]
+	}
+	return " WHERE LOWER(TRIM(" + col + ")) = " + literal(g.norm), g.norm
+}
+
 // groups returns a categorical text column's value groups, or nil when the
 // column is not categorical (too many values, non-ASCII, or unique per row).
 func groups(t *Table, c *Column) []group {
@@ -605,12 +615,7 @@ func (g *gen) edgeCands(t *Table, add func(*cand)) {
 			if len(syns) == 0 {
 				break
 			}
-			where := " WHERE " + col + " = " + literal(gr.forms[0])
-			v := gr.forms[0]
-			if !gr.clean() {
-				where = " WHERE LOWER(TRIM(" + col + ")) = " + literal(gr.norm)
-				v = gr.norm
-			}
+			where, v := gr.match(col)
 			var texts []string
 			for _, syn := range syns {
 				texts = append(texts, fillAll([]string{
@@ -634,12 +639,7 @@ func (g *gen) edgeCands(t *Table, add func(*cand)) {
 		for _, c := range t.Columns {
 			for _, gr := range groups(t, c) {
 				col := ident(c.Name)
-				where := " WHERE " + col + " = " + literal(gr.forms[0])
-				v := gr.forms[0]
-				if !gr.clean() {
-					where = " WHERE LOWER(TRIM(" + col + ")) = " + literal(gr.norm)
-					v = gr.norm
-				}
+				where, v := gr.match(col)
 				var texts []string
 				for _, syn := range syns {
 					texts = append(texts, fillAll([]string{
