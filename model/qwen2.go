@@ -78,8 +78,9 @@ func (m *Model) rotary(positions *Node) (cos, sin *Node) {
 
 // applyRotary rotates x [B, T, heads, headDim]: x*cos + rotate_half(x)*sin, where rotate_half(x) =
 // [-x2, x1] is taken as a product with a constant signed permutation matrix, so that its gradient needs no
-// Pad (which the pure-Go backend lacks: slicing a differentiable tensor would make training fail).
-func applyRotary(x, cos, sin *Node) *Node {
+// Pad (which the pure-Go backend lacks: slicing a differentiable tensor would make training fail), with dot's
+// matmul gradient when grad.
+func applyRotary(grad bool, x, cos, sin *Node) *Node {
 	hd := x.Shape().Dim(-1)
 	half := hd / 2
 	r := make([]float32, hd*hd) // r[j*hd+i]: weight of x[j] in rotated[i]
@@ -88,30 +89,28 @@ func applyRotary(x, cos, sin *Node) *Node {
 		r[i*hd+half+i] = 1    // rotated[half+i] = x1[i]
 	}
 	rot := Const(x.Graph(), tensors.FromFlatDataAndDimensions(r, hd, hd))
-	rotated := Einsum("bthd,de->bthe", x, ConvertDType(rot, x.DType()))
+	rotated := dot(grad, x, []int{3}, nil, ConvertDType(rot, x.DType()), []int{0}, nil) // [B, T, heads, hd]
 	return Add(Mul(x, cos), Mul(rotated, sin))
 }
 
-// kvCache is the key/value cache of one layer inside a decode graph: slot-major tensors [S, B, kvHeads, headDim].
+// kvCache is the key/value cache of one layer inside a decode graph: tensors [B, kvHeads, S, headDim], laid out
+// as attention reads them (batch axes in front, so its matmuls need no transposition).
 // New keys are written at slots [cursor, cursor+K).
 type kvCache struct {
 	k, v   *Node
 	cursor *Node // int32 scalar
 }
 
-// write returns cache with new [B, kvHeads, K, headDim] stored at slots [cursor, cursor+K).
+// write returns cache with new [B, kvHeads, K, headDim] stored at slots [cursor, cursor+K). Those slots are still
+// zero (a Session's cache starts at zero and its cursor only advances), so the write is a ScatterSum of
+// B x kvHeads x K rows: with the cache buffer donated it runs in place, where a select over all S slots cost O(S)
+// per token.
 func (c *kvCache) write(cache, update *Node) *Node {
 	g := cache.Graph()
-	numSlots := cache.Shape().Dim(0)
-	k := update.Shape().Dim(2)
-	upd := TransposeAllAxes(update, 2, 0, 1, 3) // [K, B, kvH, hd]
-	slot := Iota(g, shapeInt32(numSlots), 0)
-	rel := Sub(slot, c.cursor) // slot - cursor
-	isNew := And(GreaterOrEqual(rel, ScalarZero(g, dtypes.Int32)), LessThan(rel, Const(g, int32(k))))
-	idx := ExpandAxes(ClipScalar(rel, 0, float64(k-1)), -1) // [S, 1]
-	gathered := Gather(upd, idx)                            // [S, B, kvH, hd]
-	isNew = BroadcastToDims(Reshape(isNew, numSlots, 1, 1, 1), cache.Shape().Dimensions...)
-	return Where(isNew, gathered, cache)
+	b, h, k, hd := update.Shape().Dim(0), update.Shape().Dim(1), update.Shape().Dim(2), update.Shape().Dim(3)
+	rows := shapeInt32(b, h, k, 1)
+	idx := Concatenate([]*Node{Iota(g, rows, 0), Iota(g, rows, 1), Add(Iota(g, rows, 2), c.cursor)}, -1) // [B, kvH, K, 3]
+	return ScatterSum(cache, Reshape(idx, b*h*k, 3), Reshape(update, b*h*k, hd), true, true)
 }
 
 // attention is Qwen2Attention. x: [B, T, D]; allowed: bool [B, T, S] telling which keys each query sees.
@@ -126,29 +125,24 @@ func (m *Model) attention(ctx *context.Context, grad bool, x, cos, sin, allowed 
 	q := Reshape(linear(ctx.In("q_proj"), grad, x, true), b, t, nh, hd)
 	k := Reshape(linear(ctx.In("k_proj"), grad, x, true), b, t, nkv, hd)
 	v := Reshape(linear(ctx.In("v_proj"), grad, x, true), b, t, nkv, hd)
-	q = applyRotary(q, cos, sin)
-	k = applyRotary(k, cos, sin)
+	q = applyRotary(grad, q, cos, sin)
+	k = applyRotary(grad, k, cos, sin)
 
 	q = TransposeAllAxes(Reshape(q, b, t, nkv, groups, hd), 0, 2, 3, 1, 4) // [B, kvH, G, T, hd]
 	k = TransposeAllAxes(k, 0, 2, 1, 3)                                    // [B, kvH, T, hd]
 	v = TransposeAllAxes(v, 0, 2, 1, 3)
-	var keys, values *Node
-	kAxis := 2 // axis of the key index in keys/values
-	bAxes := []int{0, 1}
+	keys, values := k, v // [B, kvH, S, hd]
 	if cache != nil {
 		cache = &kvCache{k: cache.write(cache.k, k), v: cache.write(cache.v, v), cursor: cache.cursor}
-		keys, values, kAxis, bAxes = cache.k, cache.v, 0, []int{1, 2} // [S, B, kvH, hd]
-	} else {
-		keys, values = k, v
+		keys, values = cache.k, cache.v
 	}
-	hdAxis := 3
-	scores := dot(grad, q, []int{4}, []int{0, 1}, keys, []int{hdAxis}, bAxes) // [B, kvH, G, T, S]
+	scores := dot(grad, q, []int{4}, []int{0, 1}, keys, []int{3}, []int{0, 1}) // [B, kvH, G, T, S]
 	scores = MulScalar(scores, 1/math.Sqrt(float64(hd)))
 	s := scores.Shape().Dim(-1)
 	mask := BroadcastToDims(Reshape(allowed, b, 1, 1, t, s), scores.Shape().Dimensions...)
 	scores = Where(mask, scores, Scalar(x.Graph(), dtypes.Float32, maskedScore))
 	probs := Softmax(scores, -1)
-	out := dot(grad, probs, []int{4}, []int{0, 1}, values, []int{kAxis}, bAxes) // [B, kvH, G, T, hd]
+	out := dot(grad, probs, []int{4}, []int{0, 1}, values, []int{2}, []int{0, 1}) // [B, kvH, G, T, hd]
 	out = Reshape(TransposeAllAxes(out, 0, 3, 1, 2, 4), b, t, nh*hd)
 	return linear(ctx.In("o_proj"), grad, out, false), cache
 }
@@ -264,7 +258,7 @@ func (m *Model) TokenLogProbsAt(ctx *context.Context, tokens, attentionMask *Nod
 	for i := 0; i+1 < t; i++ {
 		shift[i*t+i+1] = 1
 	}
-	out := Einsum("bi,ij->bj", picked, Const(g, tensors.FromFlatDataAndDimensions(shift, t, t)))
+	out := dot(true, picked, []int{1}, nil, Const(g, tensors.FromFlatDataAndDimensions(shift, t, t)), []int{0}, nil) // [B, T]
 	valid, _ := maskAndPositions(attentionMask)
 	ok := And(SliceAxis(valid, 1, AxisRange(1)), SliceAxis(valid, 1, AxisRange(0, t-1)))
 	ok = Concatenate([]*Node{ZerosLike(SliceAxis(valid, 1, AxisRange(0, 1))), ok}, 1)

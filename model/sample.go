@@ -104,7 +104,7 @@ func (m *Model) NewSession(batch, capacity int, seed uint64) (*Session, error) {
 	}
 	cfg := &m.Config
 	for range 2 * cfg.NumHiddenLayers {
-		s.caches = append(s.caches, tensors.FromShape(shapeF32(slots, batch, cfg.NumKeyValueHeads, cfg.HeadDim())))
+		s.caches = append(s.caches, tensors.FromShape(shapeF32(batch, cfg.NumKeyValueHeads, slots, cfg.HeadDim())))
 	}
 	return s, nil
 }

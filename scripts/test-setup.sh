@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs and starts what the test suite needs on a Debian machine (run as root):
-# PostgreSQL 15 with a test role and database, and the npm packages tests drive.
+# PostgreSQL 15 with a test role and database, OpenBLAS (the model's float32 matmuls; gcc and the headers
+# for the benchmark's sgemm probe), and the npm packages tests drive.
 # Writes .ci/env with the variables the tests read. Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,6 +10,8 @@ need_apt=()
 command -v pg_ctlcluster >/dev/null 2>&1 || need_apt+=(postgresql)
 command -v node >/dev/null 2>&1 || need_apt+=(nodejs npm)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
+[ -e /usr/include/x86_64-linux-gnu/cblas.h ] || [ -e /usr/include/cblas.h ] || need_apt+=(libopenblas-dev)
+command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)
 if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"

@@ -1,0 +1,247 @@
+package blasdot
+
+import (
+	"math"
+	"os"
+	"testing"
+
+	"github.com/gomlx/gomlx/backends/simplego"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+)
+
+// requireOpenBLAS installs the OpenBLAS DotGeneral; without the library the test is skipped locally and fails
+// under CI ($CI set), where scripts/test-setup.sh installs libopenblas0.
+func requireOpenBLAS(t testing.TB) *Lib {
+	t.Helper()
+	lib, err := Install()
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	return lib
+}
+
+func fill(n int, seed float64) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(math.Sin(float64(i)*0.37+seed)) + 0.1
+	}
+	return x
+}
+
+func TestSgemm(t *testing.T) {
+	lib := requireOpenBLAS(t)
+	m, n, k := 5, 7, 3
+	a, b := fill(m*k, 0.1), fill(k*n, 0.7)
+	for _, tc := range []struct{ transA, transB bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		at := func(i, p int) float32 { // a[i][p]
+			if tc.transA {
+				return a[p*m+i]
+			}
+			return a[i*k+p]
+		}
+		bt := func(p, j int) float32 { // b[p][j]
+			if tc.transB {
+				return b[j*k+p]
+			}
+			return b[p*n+j]
+		}
+		lda, ldb := k, n
+		if tc.transA {
+			lda = m
+		}
+		if tc.transB {
+			ldb = k
+		}
+		c := fill(m*n, 3) // overwritten
+		lib.Sgemm(tc.transA, tc.transB, m, n, k, a, lda, b, ldb, c)
+		for i := range m {
+			for j := range n {
+				var want float32
+				for p := range k {
+					want += at(i, p) * bt(p, j)
+				}
+				if d := math.Abs(float64(c[i*n+j] - want)); d > 1e-5 {
+					t.Fatalf("trans %v/%v c[%d,%d] = %v, want %v", tc.transA, tc.transB, i, j, c[i*n+j], want)
+				}
+			}
+		}
+	}
+}
+
+// einsum is the reference DotGeneral: out[batch..., lhsCross..., rhsCross...] in float64.
+func einsum(lhs []float32, ld []int, lc, lb []int, rhs []float32, rd []int, rc, rb []int) []float64 {
+	role := func(dims, c, b []int) []int {
+		r := make([]int, len(dims))
+		for _, a := range c {
+			r[a] = 1
+		}
+		for _, a := range b {
+			r[a] = 2
+		}
+		return r
+	}
+	lr, rr := role(ld, lc, lb), role(rd, rc, rb)
+	var lCross, rCross []int
+	for a, r := range lr {
+		if r == 0 {
+			lCross = append(lCross, a)
+		}
+	}
+	for a, r := range rr {
+		if r == 0 {
+			rCross = append(rCross, a)
+		}
+	}
+	// Output axes: lhs batch, lhs cross, rhs cross; contracting enumerated separately.
+	var outDims []int
+	for _, a := range lb {
+		outDims = append(outDims, ld[a])
+	}
+	for _, a := range lCross {
+		outDims = append(outDims, ld[a])
+	}
+	for _, a := range rCross {
+		outDims = append(outDims, rd[a])
+	}
+	var cDims []int
+	for _, a := range lc {
+		cDims = append(cDims, ld[a])
+	}
+	offset := func(dims, idx []int) int {
+		o := 0
+		for a := range dims {
+			o = o*dims[a] + idx[a]
+		}
+		return o
+	}
+	size := func(d []int) int {
+		n := 1
+		for _, x := range d {
+			n *= x
+		}
+		return n
+	}
+	unravel := func(i int, dims []int) []int {
+		idx := make([]int, len(dims))
+		for a := len(dims) - 1; a >= 0; a-- {
+			idx[a] = i % dims[a]
+			i /= dims[a]
+		}
+		return idx
+	}
+	out := make([]float64, size(outDims))
+	for o := range out {
+		oi := unravel(o, outDims)
+		li, ri := make([]int, len(ld)), make([]int, len(rd))
+		pos := 0
+		for j, a := range lb {
+			li[a], ri[rb[j]] = oi[pos], oi[pos]
+			pos++
+		}
+		for _, a := range lCross {
+			li[a] = oi[pos]
+			pos++
+		}
+		for _, a := range rCross {
+			ri[a] = oi[pos]
+			pos++
+		}
+		var s float64
+		for c := range size(cDims) {
+			ci := unravel(c, cDims)
+			for j, a := range lc {
+				li[a], ri[rc[j]] = ci[j], ci[j]
+			}
+			s += float64(lhs[offset(ld, li)]) * float64(rhs[offset(rd, ri)])
+		}
+		out[o] = s
+	}
+	return out
+}
+
+// TestDotGeneral: simplego with the OpenBLAS executor equals a float64 reference on every axis layout that takes
+// a different path (in place, transposed flags, transposition, batch axes not in front, two contracting axes),
+// below MinWork (simplego's own kernel) and in float64 (simplego's own kernel).
+func TestDotGeneral(t *testing.T) {
+	lib := requireOpenBLAS(t)
+	backend, err := simplego.New("ops_sequential")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer backend.Finalize()
+	cases := []struct {
+		name           string
+		lhs, rhs       []int
+		lc, lb, rc, rb []int
+	}{
+		{"linear [B,T,in]x[out,in]", []int{2, 48, 64}, []int{96, 64}, []int{2}, nil, []int{1}, nil},
+		{"[M,K]x[K,N]", []int{64, 80}, []int{80, 72}, []int{1}, nil, []int{0}, nil},
+		{"[K,M]x[K,N]", []int{80, 64}, []int{80, 72}, []int{0}, nil, []int{0}, nil},
+		{"attention [B,H,T,d]x[B,H,S,d]", []int{2, 3, 40, 32}, []int{2, 3, 48, 32}, []int{3}, []int{0, 1}, []int{3}, []int{0, 1}},
+		{"batch axes not in front", []int{40, 2, 3, 32}, []int{2, 48, 3, 32}, []int{3}, []int{1, 2}, []int{3}, []int{0, 2}},
+		{"two contracting axes, reversed", []int{8, 40, 12}, []int{12, 64, 8}, []int{0, 2}, nil, []int{2, 0}, nil},
+		{"below MinWork", []int{4, 5, 6}, []int{7, 6}, []int{2}, nil, []int{1}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			n := func(d []int) int {
+				s := 1
+				for _, x := range d {
+					s *= x
+				}
+				return s
+			}
+			lhs, rhs := fill(n(c.lhs), 0.1), fill(n(c.rhs), 0.7)
+			want := einsum(lhs, c.lhs, c.lc, c.lb, rhs, c.rhs, c.rc, c.rb)
+			exec, err := graph.NewExec(backend, func(l, r *graph.Node) *graph.Node {
+				return graph.DotGeneral(l, c.lc, c.lb, r, c.rc, c.rb)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := lib.Calls()
+			res, err := exec.Exec(tensors.FromFlatDataAndDimensions(lhs, c.lhs...), tensors.FromFlatDataAndDimensions(rhs, c.rhs...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ran, want := lib.Calls()-before, c.name != "below MinWork"; (ran == 1) != want {
+				t.Errorf("OpenBLAS ran %d times, want it to run: %v", ran, want)
+			}
+			got := tensors.MustCopyFlatData[float32](res[0])
+			if len(got) != len(want) {
+				t.Fatalf("got %d values, want %d", len(got), len(want))
+			}
+			for i := range want {
+				if d := math.Abs(float64(got[i]) - want[i]); d > 1e-4*(1+math.Abs(want[i])) {
+					t.Fatalf("[%d] = %v, want %v", i, got[i], want[i])
+				}
+			}
+			// Float64 keeps simplego's kernel and agrees too.
+			lhs64, rhs64 := make([]float64, len(lhs)), make([]float64, len(rhs))
+			for i, v := range lhs {
+				lhs64[i] = float64(v)
+			}
+			for i, v := range rhs {
+				rhs64[i] = float64(v)
+			}
+			res, err = exec.Exec(tensors.FromFlatDataAndDimensions(lhs64, c.lhs...), tensors.FromFlatDataAndDimensions(rhs64, c.rhs...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res[0].DType() != dtypes.Float64 {
+				t.Fatalf("dtype %s", res[0].DType())
+			}
+			got64 := tensors.MustCopyFlatData[float64](res[0])
+			for i := range want {
+				if d := math.Abs(got64[i] - want[i]); d > 1e-9*(1+math.Abs(want[i])) {
+					t.Fatalf("float64 [%d] = %v, want %v", i, got64[i], want[i])
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,127 @@
+// Package blasdot runs the float32 matrix multiplications of GoMLX's pure-Go simplego backend on the machine's
+// OpenBLAS (cblas_sgemm), loaded at run time with dlopen: a binary built without it still runs, on simplego's own
+// matmul, when the library is missing.
+//
+// simplego v0.26 has no hook for an external matmul: Install replaces its DotGeneral executor through a linkname
+// to the backend's executor table, and reads the node's axes and the buffers' data with reflection. Everything
+// it reads is checked once against the pinned GoMLX version's layout; on any mismatch Install reports an error
+// and leaves simplego unchanged.
+package blasdot
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+// EnvLibrary names the environment variable that overrides the OpenBLAS shared library's path; "off" disables
+// OpenBLAS.
+const EnvLibrary = "MCPRL_OPENBLAS"
+
+// libraryNames are tried in order when $MCPRL_OPENBLAS is unset (Debian's libopenblas0 provides the first).
+var libraryNames = []string{"libopenblas.so.0", "libopenblas.so", "libopenblas.dylib"}
+
+const (
+	cblasRowMajor = 101
+	cblasNoTrans  = 111
+	cblasTrans    = 112
+)
+
+// Lib is a loaded OpenBLAS.
+type Lib struct {
+	Path  string // the shared library that was loaded
+	sgemm func(order, transA, transB, m, n, k int32, alpha float32, a unsafe.Pointer, lda int32,
+		b unsafe.Pointer, ldb int32, beta float32, c unsafe.Pointer, ldc int32)
+	threads func() int32
+	calls   atomic.Int64
+}
+
+var (
+	loadOnce sync.Once
+	loaded   *Lib
+	loadErr  error
+)
+
+// Load opens OpenBLAS once per process ($MCPRL_OPENBLAS, or the usual library names).
+func Load() (*Lib, error) {
+	loadOnce.Do(func() { loaded, loadErr = load() })
+	return loaded, loadErr
+}
+
+func load() (*Lib, error) {
+	names := libraryNames
+	if p := os.Getenv(EnvLibrary); p != "" {
+		if p == "off" {
+			return nil, fmt.Errorf("OpenBLAS disabled by $%s=off", EnvLibrary)
+		}
+		names = []string{p}
+	}
+	var errs []error
+	for _, name := range names {
+		h, err := purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_LOCAL)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if _, err := purego.Dlsym(h, "cblas_sgemm"); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			continue
+		}
+		lib := &Lib{Path: name}
+		purego.RegisterLibFunc(&lib.sgemm, h, "cblas_sgemm")
+		if _, err := purego.Dlsym(h, "openblas_get_num_threads"); err == nil {
+			purego.RegisterLibFunc(&lib.threads, h, "openblas_get_num_threads")
+		}
+		return lib, nil
+	}
+	return nil, fmt.Errorf("load OpenBLAS (apt-get install libopenblas0): %w", errors.Join(errs...))
+}
+
+// Threads reports how many threads OpenBLAS uses (0 when the library does not say).
+func (l *Lib) Threads() int {
+	if l.threads == nil {
+		return 0
+	}
+	return int(l.threads())
+}
+
+// Calls reports how many DotGenerals this library has run for simplego since Install.
+func (l *Lib) Calls() int64 { return l.calls.Load() }
+
+// Sgemm computes c = a·b (row-major), where a is m x k (k x m when transA) and b is k x n (n x k when transB),
+// with leading dimensions lda, ldb and n for c. c's previous contents are overwritten.
+func (l *Lib) Sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32) {
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 {
+		clear(c[:m*n])
+		return
+	}
+	ta, tb := int32(cblasNoTrans), int32(cblasNoTrans)
+	if transA {
+		ta = cblasTrans
+	}
+	if transB {
+		tb = cblasTrans
+	}
+	// Bounds checks that also keep the pointers below valid.
+	_ = a[lastIndex(transA, m, k, lda)]
+	_ = b[lastIndex(transB, k, n, ldb)]
+	_ = c[m*n-1]
+	l.sgemm(cblasRowMajor, ta, tb, int32(m), int32(n), int32(k), 1, unsafe.Pointer(&a[0]), int32(lda),
+		unsafe.Pointer(&b[0]), int32(ldb), 0, unsafe.Pointer(&c[0]), int32(n))
+}
+
+// lastIndex is the index of the last element a rows x cols operand (stored transposed when trans) reads.
+func lastIndex(trans bool, rows, cols, ld int) int {
+	if trans {
+		rows, cols = cols, rows
+	}
+	return (rows-1)*ld + cols - 1
+}
