@@ -12,7 +12,10 @@ mkdir -p "$out"
 go build -o "$out/mcprl" ./cmd/mcprl
 bin="$out/mcprl"
 start=$(date +%s)
-"$bin" tasks generate --fixture examples/fixtures/customers --out "$out/train_tasks.jsonl" --n 64 --seed 1
+# Training tasks get the held-out tasks' system prompt (the user's: the MCP tools in a few lines), so that both
+# sides see one prompt format and prompts stay short.
+system=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["system_prompt"])' examples/experiment/heldout_tasks.jsonl)
+"$bin" tasks generate --fixture examples/fixtures/customers --out "$out/train_tasks.jsonl" --n 64 --seed 1 --system-prompt "$system"
 rm -rf "$out/init" "$out/sft" "$out/grpo"
 "$bin" model init --config examples/customers/base-config.json --tokenizer tokenizer/small/qwen2.5-2048 --seed 1 --out "$out/init"
 "$bin" sft --config examples/experiment/sft.yaml

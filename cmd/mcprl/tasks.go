@@ -25,9 +25,9 @@ func newTasksCmd() *cobra.Command {
 
 func newTasksGenerateCmd() *cobra.Command {
 	var (
-		fixture, out, dsn string
-		n                 int
-		seed              uint64
+		fixture, out, dsn, systemPrompt string
+		n                               int
+		seed                            uint64
 	)
 	cmd := &cobra.Command{
 		Use:   "generate --fixture DIR --out FILE [--n N] [--seed S] [--dsn DSN]",
@@ -55,6 +55,9 @@ Example:
 			tasks, err := taskgen.Generate(cmd.Context(), fx, taskgen.Options{N: n, Seed: seed, DSN: dsn})
 			if err != nil {
 				return err
+			}
+			for i := range tasks {
+				tasks[i].SystemPrompt = systemPrompt
 			}
 			if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 				return err
@@ -96,6 +99,7 @@ Example:
 	cmd.Flags().StringVar(&out, "out", "", "JSONL file to write the tasks to")
 	cmd.Flags().IntVar(&n, "n", taskgen.DefaultN, "number of tasks to generate")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "random seed: the same seed gives the same tasks")
+	cmd.Flags().StringVar(&systemPrompt, "system-prompt", "", "system prompt of every task (default none: the chat template renders the sandbox's tools/list)")
 	cmd.Flags().StringVar(&dsn, "dsn", "", "PostgreSQL DSN to build the fixture in (default: embedded SQLite)")
 	return cmd
 }

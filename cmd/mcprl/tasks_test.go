@@ -16,12 +16,12 @@ import (
 func TestTasksGenerateCmd(t *testing.T) {
 	dir := t.TempDir()
 	fixture := filepath.Join("..", "..", "examples", "fixtures", "customers")
-	run := func(out, seed string) []byte {
+	run := func(out, seed string, extra ...string) []byte {
 		t.Helper()
 		root := newRootCmd()
 		var stderr bytes.Buffer
 		root.SetErr(&stderr)
-		root.SetArgs([]string{"tasks", "generate", "--fixture", fixture, "--out", out, "--n", "30", "--seed", seed})
+		root.SetArgs(append([]string{"tasks", "generate", "--fixture", fixture, "--out", out, "--n", "30", "--seed", seed}, extra...))
 		if err := root.Execute(); err != nil {
 			t.Fatal(err)
 		}
@@ -48,8 +48,19 @@ func TestTasksGenerateCmd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tasks) != 30 {
-		t.Fatalf("%d tasks", len(tasks))
+	if len(tasks) != 30 || tasks[0].SystemPrompt != "" {
+		t.Fatalf("%d tasks, first system prompt %q", len(tasks), tasks[0].SystemPrompt)
+	}
+	// --system-prompt sets every task's system prompt and nothing else.
+	run(filepath.Join(dir, "s.jsonl"), "4", "--system-prompt", "Use query_database.")
+	withPrompt, err := task.Load(filepath.Join(dir, "s.jsonl"), task.LoadOptions{Fixtures: map[string]*task.Fixture{fx.Name: fx}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tk := range withPrompt {
+		if tk.SystemPrompt != "Use query_database." || tk.Task != tasks[i].Task {
+			t.Fatalf("task %d: system prompt %q, task %q (without the flag: %q)", i, tk.SystemPrompt, tk.Task, tasks[i].Task)
+		}
 	}
 	root := newRootCmd()
 	root.SetArgs([]string{"tasks", "generate", "--out", filepath.Join(dir, "d.jsonl")})
