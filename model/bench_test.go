@@ -16,6 +16,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/gomlx/gomlx/pkg/ml/train/optimizers"
+
+	"github.com/mcprl/mcprl/internal/blasdot"
 )
 
 // Benchmarks (not run by go test without -bench):
@@ -25,7 +27,8 @@ import (
 // BenchmarkTrainStep reports training throughput of the tiny default model (vocab 2048) at batch 8 x 256 tokens
 // with forward + backward + AdamW, and its achieved FLOP/s as a ratio of the machine's float32 matmul ceiling,
 // measured in the same run by OpenBLAS's cblas_sgemm (testdata/sgemm/sgemm.c, needs gcc and libopenblas-dev) on
-// the model's own matmul shapes. BenchmarkSampling reports new tokens/s at batch 8 with the KV cache and without.
+// the model's own matmul shapes, and against the same step on simplego's own Go matmul kernel (OpenBLAS
+// switched off for three steps). BenchmarkSampling reports new tokens/s at batch 8 with the KV cache and without.
 
 // benchConfig is the embedded default's shape with the reduced tokenizer's vocabulary.
 func benchConfig() *Config { return TinyConfig(2048, 1, 2) }
@@ -133,6 +136,19 @@ func BenchmarkTrainStep(b *testing.B) {
 		times = append(times, time.Since(t0).Seconds())
 	}
 	b.StopTimer()
+	// The same step on simplego's own Go matmul kernel (the backend without OpenBLAS), median of 3.
+	goKernel := 0.0
+	if blasdot.SetEnabled(false) {
+		var gt []float64
+		for range 3 {
+			t0 := time.Now()
+			run()
+			gt = append(gt, time.Since(t0).Seconds())
+		}
+		blasdot.SetEnabled(true)
+		sort.Float64s(gt)
+		goKernel = gt[1]
+	}
 	ceiling := (before + sgemmCeiling(b, shapes)) / 2
 	gomlxMM := backendMatmulRate(b, m, shapes)
 	sort.Float64s(times)
@@ -145,6 +161,10 @@ func BenchmarkTrainStep(b *testing.B) {
 	b.ReportMetric(ceiling, "sgemm-GFLOP/s")
 	b.ReportMetric(100*gflops/ceiling, "%-of-sgemm")
 	b.ReportMetric(gomlxMM, "backend-matmul-GFLOP/s")
+	if goKernel > 0 {
+		b.ReportMetric(goKernel/med, "x-vs-go-kernel")
+		b.Logf("the same step on simplego's Go matmul kernel: %.2f s/step; OpenBLAS runs it %.1fx faster", goKernel, goKernel/med)
+	}
 	b.Logf("%d params, batch %dx%d: median %.2f s/step, %.0f tokens/s, %.1f GFLOP/s = %.1f%% of OpenBLAS sgemm %.1f GFLOP/s; "+
 		"the backend's own matmul on the same shapes: %.1f GFLOP/s (the step reaches %.0f%% of it)",
 		cfg.NumParams(), batch, seqLen, med, tokPerS, gflops, 100*gflops/ceiling, ceiling, gomlxMM, 100*gflops/gomlxMM)

@@ -221,6 +221,22 @@ func TestDotGeneral(t *testing.T) {
 					t.Fatalf("[%d] = %v, want %v", i, got[i], want[i])
 				}
 			}
+			// simplego's own kernel agrees, and does not count as an OpenBLAS call.
+			SetEnabled(false)
+			before = lib.Calls()
+			res, err = exec.Exec(tensors.FromFlatDataAndDimensions(lhs, c.lhs...), tensors.FromFlatDataAndDimensions(rhs, c.rhs...))
+			SetEnabled(true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if lib.Calls() != before {
+				t.Error("OpenBLAS ran while disabled")
+			}
+			for i, v := range tensors.MustCopyFlatData[float32](res[0]) {
+				if d := math.Abs(float64(v) - want[i]); d > 1e-4*(1+math.Abs(want[i])) {
+					t.Fatalf("simplego [%d] = %v, want %v", i, v, want[i])
+				}
+			}
 			// Float64 keeps simplego's kernel and agrees too.
 			lhs64, rhs64 := make([]float64, len(lhs)), make([]float64, len(rhs))
 			for i, v := range lhs {

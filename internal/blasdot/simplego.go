@@ -60,6 +60,22 @@ func Install() (*Lib, error) {
 	return installed, installErr
 }
 
+// SetEnabled switches the float32 DotGenerals of every simplego backend in this process between OpenBLAS (on)
+// and simplego's own kernel (off), for comparisons in one run; call it between executions. It reports whether
+// OpenBLAS is installed (with it missing, simplego's kernel runs either way).
+func SetEnabled(on bool) bool {
+	lib, err := Install()
+	if err != nil {
+		return false
+	}
+	if on {
+		setNodeExecutor(backends.OpTypeDotGeneral, priorityUser, lib.dotGeneral)
+	} else {
+		setNodeExecutor(backends.OpTypeDotGeneral, priorityUser, simplegoDotGeneral)
+	}
+	return true
+}
+
 // checkLayout verifies the unexported simplego fields that dotGeneral reads.
 func checkLayout() error {
 	want := []struct {
