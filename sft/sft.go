@@ -168,11 +168,6 @@ func (t *Trainer) Train(ctx context.Context) error {
 		return fmt.Errorf("sft: %w", err)
 	}
 
-	longest := 0
-	for _, ex := range t.Examples {
-		longest = max(longest, len(ex.Tokens))
-	}
-	length := grpo.SequenceBucket(longest)
 	pad := 0
 	if t.Model.Config.PadTokenID != nil {
 		pad = *t.Model.Config.PadTokenID
@@ -203,6 +198,13 @@ func (t *Trainer) Train(ctx context.Context) error {
 				masks[b][i] = float32(ex.Mask[i])
 			}
 		}
+		// Each batch pads to its own longest sequence's bucket (a multiple of 64): a few compiled shapes, and
+		// short batches do not pay for the longest example's attention.
+		longest := 0
+		for _, q := range seqs {
+			longest = max(longest, len(q))
+		}
+		length := grpo.SequenceBucket(longest)
 		tokens, attn, err := model.PadBatch(seqs, length, pad, false)
 		if err != nil {
 			return fmt.Errorf("sft: %w", err)
