@@ -252,7 +252,12 @@ func (m *Model) TokenLogProbsAt(ctx *context.Context, tokens, attentionMask *Nod
 	// them would need Pad in the gradient, which the pure-Go backend lacks).
 	ids := ConvertDType(tokens, dtypes.Int32)
 	target := Concatenate([]*Node{SliceAxis(ids, 1, AxisRange(1)), ZerosLike(SliceAxis(ids, 1, AxisRange(0, 1)))}, 1)
-	picked := ReduceSum(Mul(LogSoftmax(logits, -1), OneHot(target, m.Config.VocabSize, dtypes.Float32)), -1) // [B, T]
+	// Pick log p(target) with a Gather (its gradient is a ScatterSum): a one-hot product would add two more
+	// [B, T, vocab] tensors, which for a 151k vocabulary are the largest in the step.
+	b := tokens.Shape().Dim(0)
+	at := shapeInt32(b, t, 1)
+	idx := Concatenate([]*Node{Iota(g, at, 0), Iota(g, at, 1), ExpandAxes(target, -1)}, -1) // [B, T, 3]
+	picked := Gather(LogSoftmax(logits, -1), idx)                                           // [B, T]
 	// Align with tokens: out[:, t] = picked[:, t-1], as a product with the shift matrix.
 	shift := make([]float32, t*t)
 	for i := 0; i+1 < t; i++ {
