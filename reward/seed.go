@@ -27,28 +27,34 @@ func DefaultSeedConfig() SeedConfig {
 	return SeedConfig{Catalog: []string{"query_database", "run_linter"}, QueryTool: "query_database", Argument: "sql", Keyword: "inactive"}
 }
 
+// Overlay returns c with every field that over sets (non-empty, non-zero) replacing c's.
+func (c SeedConfig) Overlay(over SeedConfig) SeedConfig {
+	if over.Catalog != nil {
+		c.Catalog = over.Catalog
+	}
+	if over.QueryTool != "" {
+		c.QueryTool = over.QueryTool
+	}
+	if over.Argument != "" {
+		c.Argument = over.Argument
+	}
+	if over.Keyword != "" {
+		c.Keyword = over.Keyword
+	}
+	if over.MaxDepth != 0 {
+		c.MaxDepth = over.MaxDepth
+	}
+	return c
+}
+
 // withDefaults fills empty fields from the user's configuration.
 func (c SeedConfig) withDefaults() SeedConfig {
 	if c.Catalog != nil && c.QueryTool != "" && c.Argument != "" && c.Keyword != "" && c.MaxDepth != 0 {
 		return c
 	}
 	d := DefaultSeedConfig()
-	if c.Catalog == nil {
-		c.Catalog = d.Catalog
-	}
-	if c.QueryTool == "" {
-		c.QueryTool = d.QueryTool
-	}
-	if c.Argument == "" {
-		c.Argument = d.Argument
-	}
-	if c.Keyword == "" {
-		c.Keyword = d.Keyword
-	}
-	if c.MaxDepth == 0 {
-		c.MaxDepth = pycompat.DefaultMaxDepth
-	}
-	return c
+	d.MaxDepth = pycompat.DefaultMaxDepth
+	return d.Overlay(c)
 }
 
 // The seed's stages: how far a completion got through compute_mcp_reward.
@@ -169,21 +175,7 @@ func (s *Seed) ConfigFor(t *task.Task) SeedConfig {
 	cfg := s.Config.withDefaults()
 	if s.PerTask != nil && t != nil {
 		if c, ok := s.PerTask(t); ok {
-			if c.Catalog != nil {
-				cfg.Catalog = c.Catalog
-			}
-			if c.QueryTool != "" {
-				cfg.QueryTool = c.QueryTool
-			}
-			if c.Argument != "" {
-				cfg.Argument = c.Argument
-			}
-			if c.Keyword != "" {
-				cfg.Keyword = c.Keyword
-			}
-			if c.MaxDepth != 0 {
-				cfg.MaxDepth = c.MaxDepth
-			}
+			cfg = cfg.Overlay(c)
 		}
 	}
 	return cfg

@@ -446,7 +446,7 @@ func applySeedConfig(fn reward.Func, sf seedFile) error {
 	visit := func(f reward.Func) {
 		if s, ok := f.(*reward.Seed); ok {
 			found = true
-			s.Config = mergeSeed(s.Config, sf.Default)
+			s.Config = s.Config.Overlay(sf.Default)
 			s.PerTask = func(t *task.Task) (reward.SeedConfig, bool) {
 				c, ok := sf.Tasks[t.ID]
 				return c, ok
@@ -463,25 +463,6 @@ func applySeedConfig(fn reward.Func, sf seedFile) error {
 		return fmt.Errorf("--seed-config given but no seed reward requested")
 	}
 	return nil
-}
-
-func mergeSeed(base, over reward.SeedConfig) reward.SeedConfig {
-	if over.Catalog != nil {
-		base.Catalog = over.Catalog
-	}
-	if over.QueryTool != "" {
-		base.QueryTool = over.QueryTool
-	}
-	if over.Argument != "" {
-		base.Argument = over.Argument
-	}
-	if over.Keyword != "" {
-		base.Keyword = over.Keyword
-	}
-	if over.MaxDepth != 0 {
-		base.MaxDepth = over.MaxDepth
-	}
-	return base
 }
 
 // score appends the output line of completion index i to buf. Problems

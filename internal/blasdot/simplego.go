@@ -186,7 +186,8 @@ func (l *Lib) dotGeneral(b *simplego.Backend, n *simplego.Node, inputs []*simple
 		return simplegoDotGeneral(b, n, inputs, owned)
 	}
 	p, err := readParams(n)
-	if err != nil || p.lhsCross*p.rhsCross*p.contract < MinWork {
+	if err != nil || p.lhsCross*p.rhsCross*p.contract < MinWork ||
+		len(lhs) != p.batch*p.lhsCross*p.contract || len(rhs) != p.batch*p.rhsCross*p.contract {
 		return simplegoDotGeneral(b, n, inputs, owned)
 	}
 	out := getBufferForShape(b, shapes.Make(dtypes.Float32, p.batch, p.lhsCross, p.rhsCross))
