@@ -7,7 +7,7 @@ import (
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
 
-	"github.com/mcprl/mcprl/internal/blasdot"
+	"github.com/mcprl/mcprl/internal/kernels"
 )
 
 // DefaultBackendConfig is the pure-Go (simplego) backend configuration NewBackend uses: ops run one at a time,
@@ -17,9 +17,10 @@ import (
 // executeParallel), without being faster on these graphs.
 const DefaultBackendConfig = "ops_sequential"
 
-// NewBackend returns the pure-Go GoMLX backend (nothing to download) tuned for this package's graphs. Its float32
-// matmuls run on the machine's OpenBLAS when one is installed (libopenblas0; see MatmulEngine), and on simplego's
-// own Go kernel otherwise.
+// NewBackend returns the pure-Go GoMLX backend (nothing to download) tuned for this package's graphs. Its hot
+// float32 elementwise, reduction and layout ops run on internal/kernels' Go loops, and its float32 matmuls on the
+// machine's OpenBLAS when one is installed (libopenblas0; see MatmulEngine), on simplego's own Go kernel
+// otherwise.
 // config "" means DefaultBackendConfig; otherwise it is simplego's comma-separated option list.
 // $GOMLX_BACKEND, when set, overrides everything (e.g. "xla:cpu" where a PJRT plugin is installed).
 func NewBackend(config string) (backends.Backend, error) {
@@ -33,7 +34,7 @@ func NewBackend(config string) (backends.Backend, error) {
 	if config == "" {
 		config = DefaultBackendConfig
 	}
-	blasdot.Install() //nolint:errcheck // without OpenBLAS simplego keeps its own matmul; MatmulEngine says which
+	kernels.Install() //nolint:errcheck // without OpenBLAS simplego keeps its own matmul; MatmulEngine says which
 	b, err := simplego.New(config)
 	if err != nil {
 		return nil, fmt.Errorf("simplego backend %q: %w", config, err)
@@ -44,7 +45,7 @@ func NewBackend(config string) (backends.Backend, error) {
 // MatmulEngine says what runs the float32 matmuls of NewBackend's backends: OpenBLAS and its library, or
 // simplego's Go kernel and why OpenBLAS is not used ($MCPRL_OPENBLAS=off disables it).
 func MatmulEngine() string {
-	lib, err := blasdot.Install()
+	lib, err := kernels.OpenBLAS()
 	if err != nil {
 		return fmt.Sprintf("simplego Go kernel (%v)", err)
 	}

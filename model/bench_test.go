@@ -17,7 +17,7 @@ import (
 	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/gomlx/gomlx/pkg/ml/train/optimizers"
 
-	"github.com/mcprl/mcprl/internal/blasdot"
+	"github.com/mcprl/mcprl/internal/kernels"
 )
 
 // Benchmarks (not run by go test without -bench):
@@ -138,14 +138,14 @@ func BenchmarkTrainStep(b *testing.B) {
 	b.StopTimer()
 	// The same step on simplego's own Go matmul kernel (the backend without OpenBLAS), median of 3.
 	goKernel := 0.0
-	if blasdot.SetEnabled(false) {
+	if kernels.SetOpenBLAS(false) {
 		var gt []float64
 		for range 3 {
 			t0 := time.Now()
 			run()
 			gt = append(gt, time.Since(t0).Seconds())
 		}
-		blasdot.SetEnabled(true)
+		kernels.SetOpenBLAS(true)
 		sort.Float64s(gt)
 		goKernel = gt[1]
 	}

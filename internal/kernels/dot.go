@@ -1,10 +1,9 @@
-package blasdot
+package kernels
 
 import (
 	"fmt"
 	"reflect"
-	"sync"
-	"unsafe"
+	"runtime"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
@@ -12,92 +11,9 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 )
 
-// simplego (v0.26.0) internals this package uses. The go.mod pins that version; checkLayout verifies the fields.
-
-//go:linkname setNodeExecutor github.com/gomlx/gomlx/backends/simplego.setNodeExecutor
-func setNodeExecutor(op backends.OpType, priority int, exec executor)
-
-//go:linkname simplegoDotGeneral github.com/gomlx/gomlx/backends/simplego.execDotGeneral
-func simplegoDotGeneral(b *simplego.Backend, n *simplego.Node, inputs []*simplego.Buffer, owned []bool) (*simplego.Buffer, error)
-
-//go:linkname getBufferForShape github.com/gomlx/gomlx/backends/simplego.(*Backend).getBufferForShape
-func getBufferForShape(b *simplego.Backend, s shapes.Shape) *simplego.Buffer
-
-// executor has the signature of simplego's nodeExecutor.
-type executor func(b *simplego.Backend, n *simplego.Node, inputs []*simplego.Buffer, owned []bool) (*simplego.Buffer, error)
-
-// priorityUser is simplego's registerPriority for user overrides.
-const priorityUser = 100
-
 // MinWork is the smallest DotGeneral, in multiply-adds per batch element, that goes to OpenBLAS; smaller ones
 // (a decoding step's attention, say) stay on simplego, where a call costs less.
 const MinWork = 16 * 1024
-
-var (
-	installOnce sync.Once
-	installed   *Lib
-	installErr  error
-)
-
-// Install loads OpenBLAS and makes every simplego backend in this process run float32 DotGenerals of at least
-// MinWork multiply-adds with cblas_sgemm. Other dtypes and smaller products keep simplego's own kernel.
-// It returns the library in use, or why simplego's own matmul stays (OpenBLAS missing, or a GoMLX whose
-// internals differ from the pinned version's).
-func Install() (*Lib, error) {
-	installOnce.Do(func() {
-		lib, err := Load()
-		if err != nil {
-			installErr = err
-			return
-		}
-		if err := checkLayout(); err != nil {
-			installErr = fmt.Errorf("simplego internals changed, OpenBLAS not used: %w", err)
-			return
-		}
-		installed = lib
-		setNodeExecutor(backends.OpTypeDotGeneral, priorityUser, lib.dotGeneral)
-	})
-	return installed, installErr
-}
-
-// SetEnabled switches the float32 DotGenerals of every simplego backend in this process between OpenBLAS (on)
-// and simplego's own kernel (off), for comparisons in one run; call it between executions. It reports whether
-// OpenBLAS is installed (with it missing, simplego's kernel runs either way).
-func SetEnabled(on bool) bool {
-	lib, err := Install()
-	if err != nil {
-		return false
-	}
-	if on {
-		setNodeExecutor(backends.OpTypeDotGeneral, priorityUser, lib.dotGeneral)
-	} else {
-		setNodeExecutor(backends.OpTypeDotGeneral, priorityUser, simplegoDotGeneral)
-	}
-	return true
-}
-
-// checkLayout verifies the unexported simplego fields that dotGeneral reads.
-func checkLayout() error {
-	want := []struct {
-		t     reflect.Type
-		field string
-		kind  reflect.Kind
-	}{
-		{reflect.TypeFor[simplego.Node](), "data", reflect.Interface},
-		{reflect.TypeFor[simplego.Buffer](), "flat", reflect.Interface},
-		{reflect.TypeFor[simplego.Buffer](), "shape", reflect.Struct},
-	}
-	for _, w := range want {
-		f, ok := w.t.FieldByName(w.field)
-		if !ok || f.Type.Kind() != w.kind {
-			return fmt.Errorf("%s.%s: not a field of kind %s", w.t, w.field, w.kind)
-		}
-	}
-	if f, _ := reflect.TypeFor[simplego.Buffer]().FieldByName("shape"); f.Type != reflect.TypeFor[shapes.Shape]() {
-		return fmt.Errorf("simplego.Buffer.shape is %s, not shapes.Shape", f.Type)
-	}
-	return nil
-}
 
 // dotParams are the fields of simplego's dotGeneralNodeData that a matmul needs.
 type dotParams struct {
@@ -106,11 +22,11 @@ type dotParams struct {
 }
 
 func readParams(n *simplego.Node) (p dotParams, err error) {
-	d := reflect.ValueOf(n).Elem().FieldByName("data")
-	if d.IsNil() {
+	data := nodeData(n)
+	if data == nil {
 		return p, fmt.Errorf("DotGeneral node without data")
 	}
-	d = d.Elem()
+	d := reflect.ValueOf(data)
 	if d.Kind() == reflect.Pointer {
 		d = d.Elem()
 	}
@@ -154,28 +70,6 @@ func readParams(n *simplego.Node) (p dotParams, err error) {
 	return p, nil
 }
 
-// float32s returns a float32 buffer's data and dimensions (ok false for other dtypes).
-func float32s(b *simplego.Buffer) (data []float32, dims []int, ok bool) {
-	v := reflect.ValueOf(b).Elem()
-	flat := v.FieldByName("flat").Elem()
-	if flat.Kind() != reflect.Slice || flat.Type().Elem().Kind() != reflect.Float32 {
-		return nil, nil, false
-	}
-	sh := v.FieldByName("shape")
-	if dtypes.DType(sh.FieldByName("DType").Int()) != dtypes.Float32 {
-		return nil, nil, false
-	}
-	ds := sh.FieldByName("Dimensions")
-	dims = make([]int, ds.Len())
-	for i := range dims {
-		dims[i] = int(ds.Index(i).Int())
-	}
-	if flat.Len() == 0 {
-		return []float32{}, dims, true
-	}
-	return unsafe.Slice((*float32)(flat.UnsafePointer()), flat.Len()), dims, true
-}
-
 // dotGeneral is the simplego executor: output [batch, lhsCross, rhsCross] = Σ_contract lhs·rhs, per batch one
 // cblas_sgemm on the operands as they lie in memory (transposed flags), or after one transposition into
 // [batch, cross, contract] when their axes are interleaved.
@@ -183,18 +77,17 @@ func (l *Lib) dotGeneral(b *simplego.Backend, n *simplego.Node, inputs []*simple
 	lhs, lhsDims, ok1 := float32s(inputs[0])
 	rhs, rhsDims, ok2 := float32s(inputs[1])
 	if !ok1 || !ok2 {
-		return simplegoDotGeneral(b, n, inputs, owned)
+		return simplegos[backends.OpTypeDotGeneral](b, n, inputs, owned)
 	}
 	p, err := readParams(n)
 	if err != nil || p.lhsCross*p.rhsCross*p.contract < MinWork ||
 		len(lhs) != p.batch*p.lhsCross*p.contract || len(rhs) != p.batch*p.rhsCross*p.contract {
-		return simplegoDotGeneral(b, n, inputs, owned)
+		return simplegos[backends.OpTypeDotGeneral](b, n, inputs, owned)
 	}
-	out := getBufferForShape(b, shapes.Make(dtypes.Float32, p.batch, p.lhsCross, p.rhsCross))
-	if out == nil {
-		return nil, fmt.Errorf("DotGeneral: backend finalized")
+	out, c, err := newFloat32(b, shapes.Make(dtypes.Float32, p.batch, p.lhsCross, p.rhsCross))
+	if err != nil {
+		return nil, fmt.Errorf("DotGeneral: %w", err)
 	}
-	c, _, _ := float32s(out)
 	a, aCrossFirst := operand(lhs, lhsDims, p.lhsBatch, p.lhsContract)
 	bm, bCrossFirst := operand(rhs, rhsDims, p.rhsBatch, p.rhsContract)
 	m, nn, k := p.lhsCross, p.rhsCross, p.contract
@@ -206,9 +99,25 @@ func (l *Lib) dotGeneral(b *simplego.Backend, n *simplego.Node, inputs []*simple
 		ldb = k
 	}
 	l.calls.Add(1)
-	for i := range p.batch {
-		l.Sgemm(!aCrossFirst, bCrossFirst, m, nn, k, a[i*m*k:(i+1)*m*k], lda, bm[i*nn*k:(i+1)*nn*k], ldb, c[i*m*nn:(i+1)*m*nn])
-	}
+	// OpenBLAS runs single-threaded (see Load): the batch, or else the rows of the output, are split across
+	// cores here.
+	mparts := max(1, runtime.GOMAXPROCS(0)/p.batch)
+	parallel(p.batch*mparts, m*nn*k/mparts, func(lo, hi int) {
+		for u := lo; u < hi; u++ {
+			i, j := u/mparts, u%mparts
+			r0, r1 := j*m/mparts, (j+1)*m/mparts
+			if r0 == r1 {
+				continue
+			}
+			ai := a[i*m*k : (i+1)*m*k]
+			if aCrossFirst {
+				ai = ai[r0*k:]
+			} else {
+				ai = ai[r0:]
+			}
+			l.Sgemm(!aCrossFirst, bCrossFirst, r1-r0, nn, k, ai, lda, bm[i*nn*k:(i+1)*nn*k], ldb, c[i*m*nn+r0*nn:i*m*nn+r1*nn])
+		}
+	})
 	return out, nil
 }
 

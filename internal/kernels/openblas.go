@@ -1,12 +1,18 @@
-// Package blasdot runs the float32 matrix multiplications of GoMLX's pure-Go simplego backend on the machine's
-// OpenBLAS (cblas_sgemm), loaded at run time with dlopen: a binary built without it still runs, on simplego's own
-// matmul, when the library is missing.
+// Package kernels runs the hot float32 ops of GoMLX's pure-Go simplego backend on faster kernels: matrix
+// multiplications on the machine's OpenBLAS (cblas_sgemm, loaded at run time with dlopen, so that a binary built
+// without it still runs on simplego's own matmul when the library is missing), and the elementwise, broadcasting,
+// reduction and transposition ops that dominate a transformer's training step on Go loops that walk whole rows
+// and split large tensors across cores, where simplego steps an index iterator per element.
 //
-// simplego v0.26 has no hook for an external matmul: Install replaces its DotGeneral executor through a linkname
-// to the backend's executor table, and reads the node's axes and the buffers' data with reflection. Everything
+// simplego v0.26 has no hook for external kernels: Install replaces its executors through a linkname to the
+// backend's executor table, and reads nodes and buffers through field offsets taken with reflection. Everything
 // it reads is checked once against the pinned GoMLX version's layout; on any mismatch Install reports an error
-// and leaves simplego unchanged.
-package blasdot
+// and leaves simplego unchanged. Each kernel hands an op it does not cover (another dtype, an unusual layout)
+// back to simplego's own executor.
+//
+// The executor table is per process, as simplego's is: Install and the Set functions affect every simplego
+// backend in the process.
+package kernels
 
 import (
 	"errors"
@@ -77,12 +83,21 @@ func load() (*Lib, error) {
 		if _, err := purego.Dlsym(h, "openblas_get_num_threads"); err == nil {
 			purego.RegisterLibFunc(&lib.threads, h, "openblas_get_num_threads")
 		}
+		// One thread per call: this package splits a DotGeneral across cores itself. OpenBLAS's own worker
+		// threads keep spinning for a while after each call, and took the cores from the Go kernels that run
+		// between matmuls (elementwise ops ran 1.5-1.8x slower behind them).
+		if _, err := purego.Dlsym(h, "openblas_set_num_threads"); err == nil {
+			var set func(int32)
+			purego.RegisterLibFunc(&set, h, "openblas_set_num_threads")
+			set(1)
+		}
 		return lib, nil
 	}
 	return nil, fmt.Errorf("load OpenBLAS (apt-get install libopenblas0): %w", errors.Join(errs...))
 }
 
-// Threads reports how many threads OpenBLAS uses (0 when the library does not say).
+// Threads reports how many threads one OpenBLAS call uses (1 once loaded, where the library lets it be set; 0
+// when the library does not say).
 func (l *Lib) Threads() int {
 	if l.threads == nil {
 		return 0

@@ -1,4 +1,4 @@
-package blasdot
+package kernels
 
 import (
 	"math"
@@ -15,7 +15,7 @@ import (
 // under CI ($CI set), where scripts/test-setup.sh installs libopenblas0.
 func requireOpenBLAS(t testing.TB) *Lib {
 	t.Helper()
-	lib, err := Install()
+	lib, err := OpenBLAS()
 	if err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatal(err)
@@ -222,10 +222,10 @@ func TestDotGeneral(t *testing.T) {
 				}
 			}
 			// simplego's own kernel agrees, and does not count as an OpenBLAS call.
-			SetEnabled(false)
+			SetOpenBLAS(false)
 			before = lib.Calls()
 			res, err = exec.Exec(tensors.FromFlatDataAndDimensions(lhs, c.lhs...), tensors.FromFlatDataAndDimensions(rhs, c.rhs...))
-			SetEnabled(true)
+			SetOpenBLAS(true)
 			if err != nil {
 				t.Fatal(err)
 			}
