@@ -30,8 +30,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 )
 
-// maskedScore replaces attention scores of masked keys: finite, so a query with no visible key (a padding row)
-// gets a uniform distribution instead of NaN, and gradients stay finite.
+// maskedScore is added to the attention scores of masked keys: finite, so a query with no visible key (a padding
+// row) gets a uniform distribution instead of NaN, and gradients stay finite. Any score plus it rounds to it.
 const maskedScore = -1e30
 
 // variableNode returns the value of the existing variable name in ctx's scope, panicking with a readable message if missing.
@@ -113,10 +113,11 @@ func (c *kvCache) write(cache, update *Node) *Node {
 	return ScatterSum(cache, Reshape(idx, b*h*k, 3), Reshape(update, b*h*k, hd), true, true)
 }
 
-// attention is Qwen2Attention. x: [B, T, D]; allowed: bool [B, T, S] telling which keys each query sees.
+// attention is Qwen2Attention. x: [B, T, D]; bias: [B, 1, 1, T, S] added to the scores, 0 where a query may
+// see a key and maskedScore where not (maskBias).
 // Without a cache the keys are this call's T tokens (S = T); with one they are the S cache slots (after writing
 // this call's keys into them), and the updated cache is returned.
-func (m *Model) attention(ctx *context.Context, grad bool, x, cos, sin, allowed *Node, cache *kvCache) (*Node, *kvCache) {
+func (m *Model) attention(ctx *context.Context, grad bool, x, cos, sin, bias *Node, cache *kvCache) (*Node, *kvCache) {
 	cfg := &m.Config
 	b, t := x.Shape().Dim(0), x.Shape().Dim(1)
 	hd, nh, nkv := cfg.HeadDim(), cfg.NumAttentionHeads, cfg.NumKeyValueHeads
@@ -125,7 +126,9 @@ func (m *Model) attention(ctx *context.Context, grad bool, x, cos, sin, allowed 
 	q := Reshape(linear(ctx.In("q_proj"), grad, x, true), b, t, nh, hd)
 	k := Reshape(linear(ctx.In("k_proj"), grad, x, true), b, t, nkv, hd)
 	v := Reshape(linear(ctx.In("v_proj"), grad, x, true), b, t, nkv, hd)
-	q = applyRotary(grad, q, cos, sin)
+	// HF scales the scores q·k by 1/sqrt(head_dim); scaling q first is the same product on a tensor T/hd times
+	// smaller (and exactly the same numbers when head_dim is a power of 4, as 64 and 256 are).
+	q = MulScalar(applyRotary(grad, q, cos, sin), 1/math.Sqrt(float64(hd)))
 	k = applyRotary(grad, k, cos, sin)
 
 	q = TransposeAllAxes(Reshape(q, b, t, nkv, groups, hd), 0, 2, 3, 1, 4) // [B, kvH, G, T, hd]
@@ -137,11 +140,8 @@ func (m *Model) attention(ctx *context.Context, grad bool, x, cos, sin, allowed 
 		keys, values = cache.k, cache.v
 	}
 	scores := dot(grad, q, []int{4}, []int{0, 1}, keys, []int{3}, []int{0, 1}) // [B, kvH, G, T, S]
-	scores = MulScalar(scores, 1/math.Sqrt(float64(hd)))
-	s := scores.Shape().Dim(-1)
-	mask := BroadcastToDims(Reshape(allowed, b, 1, 1, t, s), scores.Shape().Dimensions...)
-	scores = Where(mask, scores, Scalar(x.Graph(), dtypes.Float32, maskedScore))
-	probs := Softmax(scores, -1)
+	// Adding the mask, as HF does, broadcasts it inside the Add; its gradient passes straight through.
+	probs := Softmax(Add(scores, bias), -1)
 	out := dot(grad, probs, []int{4}, []int{0, 1}, values, []int{2}, []int{0, 1}) // [B, kvH, G, T, hd]
 	out = Reshape(TransposeAllAxes(out, 0, 3, 1, 2, 4), b, t, nh*hd)
 	return linear(ctx.In("o_proj"), grad, out, false), cache
@@ -154,6 +154,15 @@ func mlp(ctx *context.Context, grad bool, x *Node) *Node {
 	return linear(ctx.In("down_proj"), grad, Mul(Mul(gate, Sigmoid(gate)), up), false)
 }
 
+// maskBias turns allowed, bool [B, T, S] ("query t may see key s"), into the attention scores' additive mask
+// [B, 1, 1, T, S]: 0 where allowed, maskedScore elsewhere.
+func maskBias(allowed *Node) *Node {
+	g := allowed.Graph()
+	d := allowed.Shape().Dimensions
+	bias := Where(allowed, ScalarZero(g, dtypes.Float32), Scalar(g, dtypes.Float32, maskedScore))
+	return Reshape(bias, d[0], 1, 1, d[1], d[2])
+}
+
 // decoder runs the embedding and all decoder layers, returning hidden states [B, T, D] before the final norm.
 // caches, when not nil, has one entry per layer and is updated in place (the slice's elements are replaced).
 func (m *Model) decoder(ctx *context.Context, grad bool, tokens, positions, allowed *Node, caches []*kvCache) *Node {
@@ -163,6 +172,7 @@ func (m *Model) decoder(ctx *context.Context, grad bool, tokens, positions, allo
 	embed := variableNode(mctx.In("embed_tokens"), g, "weight")
 	h := Gather(embed, ExpandAxes(ConvertDType(tokens, dtypes.Int32), -1)) // [B, T, D]
 	cos, sin := m.rotary(positions)
+	bias := maskBias(allowed)
 	for i := range cfg.NumHiddenLayers {
 		lctx := mctx.In("layers").In(strconv.Itoa(i))
 		var cache *kvCache
@@ -170,7 +180,7 @@ func (m *Model) decoder(ctx *context.Context, grad bool, tokens, positions, allo
 			cache = caches[i]
 		}
 		attn, newCache := m.attention(lctx.In("self_attn"), grad, rmsNorm(lctx.In("input_layernorm"), h, cfg.RMSNormEps),
-			cos, sin, allowed, cache)
+			cos, sin, bias, cache)
 		if caches != nil {
 			caches[i] = newCache
 		}
@@ -200,8 +210,19 @@ func maskAndPositions(attentionMask *Node) (valid, positions *Node) {
 		valid = NotEqual(attentionMask, ScalarZero(g, attentionMask.DType()))
 	}
 	ones := ConvertDType(valid, dtypes.Int32)
-	positions = Max(Sub(CumSum(ones, 1), ScalarOne(g, dtypes.Int32)), ScalarZero(g, dtypes.Int32))
+	positions = Max(Sub(prefixSum(ones), ScalarOne(g, dtypes.Int32)), ScalarZero(g, dtypes.Int32))
 	return valid, positions
+}
+
+// prefixSum is CumSum(x, 1) for an int32 [B, T], as log2(T) shifted adds: GoMLX's CumSum runs as a
+// ReduceWindow, which simplego computes one window at a time (8 ms for [8, 256] here).
+func prefixSum(x *Node) *Node {
+	b, t := x.Shape().Dim(0), x.Shape().Dim(1)
+	for k := 1; k < t; k *= 2 {
+		shifted := Concatenate([]*Node{Zeros(x.Graph(), shapeInt32(b, k)), SliceAxis(x, 1, AxisRange(0, t-k))}, 1)
+		x = Add(x, shifted)
+	}
+	return x
 }
 
 // causalAllowed is the bool [B, T, T] matrix "query t may attend key s": s <= t and key s is a real token.

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/gomlx/gomlx/backends"
@@ -136,25 +137,42 @@ func unary(op backends.OpType, kernel func(o, a []float32)) executor {
 	}
 }
 
+// expRow sets o[i] = e^a[i]; o may be a.
 func expRow(o, a []float32) {
 	a = a[:len(o)]
-	for i := range o {
+	i := 0
+	if haveExpAVX2 {
+		i = len(a) &^ 7
+		expAVX2(o[:i], a[:i])
+	}
+	for ; i < len(o); i++ {
 		o[i] = exp32(a[i])
 	}
 }
 
-// logisticRow computes 1/(1+e^-x), as e^x/(1+e^x) for negative x so that neither form overflows.
+// logisticRow sets o[i] = 1/(1+e^-a[i]), computed from e = e^-|a| as 1/(1+e) or e/(1+e) so that neither form
+// overflows; o may be a.
 func logisticRow(o, a []float32) {
 	a = a[:len(o)]
-	for i, x := range a {
-		if x >= 0 {
-			o[i] = 1 / (1 + exp32(-x))
-		} else {
-			e := exp32(x)
-			o[i] = e / (1 + e)
+	for len(o) > 0 {
+		var e [256]float32
+		n := min(len(o), len(e))
+		for i, x := range a[:n] {
+			e[i] = -abs32(x)
 		}
+		expRow(e[:n], e[:n])
+		for i, x := range a[:n] {
+			if x >= 0 {
+				o[i] = 1 / (1 + e[i])
+			} else {
+				o[i] = e[i] / (1 + e[i])
+			}
+		}
+		o, a = o[n:], a[n:]
 	}
 }
+
+func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }
 
 // execWhere selects onTrue where the (boolean) condition holds and onFalse elsewhere, each operand broadcast
 // to the output's shape.

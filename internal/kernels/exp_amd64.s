@@ -1,0 +1,83 @@
+#include "textflag.h"
+
+DATA expConst<>+0x00(SB)/4, $89.0               // input clamp, above ln(MaxFloat32)
+DATA expConst<>+0x04(SB)/4, $-104.0             // input clamp, below ln(2^-149)
+DATA expConst<>+0x08(SB)/4, $1.44269504088896341 // log2(e)
+DATA expConst<>+0x0c(SB)/4, $0.693359375        // ln 2 = c1 - c2
+DATA expConst<>+0x10(SB)/4, $-2.12194440e-4     // c2
+DATA expConst<>+0x14(SB)/4, $0.5
+DATA expConst<>+0x18(SB)/4, $-103.27892990343185 // ln(2^-149): below it, e^x is 0
+DATA expConst<>+0x1c(SB)/4, $1.0
+DATA expConst<>+0x20(SB)/4, $1.9875691500e-4    // polynomial, highest degree first
+DATA expConst<>+0x24(SB)/4, $1.3981999507e-3
+DATA expConst<>+0x28(SB)/4, $8.3334519073e-3
+DATA expConst<>+0x2c(SB)/4, $4.1665795894e-2
+DATA expConst<>+0x30(SB)/4, $1.6666665459e-1
+DATA expConst<>+0x34(SB)/4, $5.0000001201e-1
+DATA expConst<>+0x38(SB)/4, $127                // float32 exponent bias (int32)
+GLOBL expConst<>(SB), RODATA|NOPTR, $60
+
+// func expAVX2(o, x []float32)
+TEXT ·expAVX2(SB), NOSPLIT, $0-48
+	MOVQ o_base+0(FP), DI
+	MOVQ x_base+24(FP), SI
+	MOVQ x_len+32(FP), CX
+	SHRQ $3, CX
+	JZ   done
+	VBROADCASTSS expConst<>+0x00(SB), Y8
+	VBROADCASTSS expConst<>+0x04(SB), Y9
+	VBROADCASTSS expConst<>+0x08(SB), Y10
+	VBROADCASTSS expConst<>+0x0c(SB), Y11
+	VBROADCASTSS expConst<>+0x10(SB), Y12
+	VBROADCASTSS expConst<>+0x14(SB), Y13
+	VBROADCASTSS expConst<>+0x18(SB), Y14
+	VBROADCASTSS expConst<>+0x1c(SB), Y15
+
+loop:
+	VMOVUPS (SI), Y0           // x
+	VMINPS  Y8, Y0, Y1         // y = min(x, 89)
+	VMAXPS  Y9, Y1, Y1         // y = max(y, -104)
+	VMOVAPS Y13, Y2
+	VFMADD231PS Y10, Y1, Y2    // t = y*log2e + 0.5
+	VROUNDPS $1, Y2, Y2        // n = floor(t)
+	VFNMADD231PS Y11, Y2, Y1   // r = y - n*c1
+	VFNMADD231PS Y12, Y2, Y1   // r -= n*c2
+	VBROADCASTSS expConst<>+0x20(SB), Y3
+	VBROADCASTSS expConst<>+0x24(SB), Y4
+	VFMADD213PS Y4, Y1, Y3     // p = p*r + c
+	VBROADCASTSS expConst<>+0x28(SB), Y4
+	VFMADD213PS Y4, Y1, Y3
+	VBROADCASTSS expConst<>+0x2c(SB), Y4
+	VFMADD213PS Y4, Y1, Y3
+	VBROADCASTSS expConst<>+0x30(SB), Y4
+	VFMADD213PS Y4, Y1, Y3
+	VBROADCASTSS expConst<>+0x34(SB), Y4
+	VFMADD213PS Y4, Y1, Y3
+	VMULPS  Y1, Y1, Y5         // z = r*r
+	VADDPS  Y15, Y1, Y6        // r + 1
+	VFMADD231PS Y5, Y3, Y6     // e = p*z + r + 1
+	// e * 2^n, as e * 2^n1 * 2^n2 with n1 = n>>1, n2 = n-n1: both factors stay normal floats from n = -150
+	// to 129, so subnormal results round once and large ones overflow to +Inf.
+	VCVTPS2DQ Y2, Y2
+	VPSRAD  $1, Y2, Y3         // n1
+	VPSUBD  Y3, Y2, Y4         // n2
+	VPBROADCASTD expConst<>+0x38(SB), Y7
+	VPADDD  Y7, Y3, Y3
+	VPSLLD  $23, Y3, Y3        // 2^n1
+	VPADDD  Y7, Y4, Y4
+	VPSLLD  $23, Y4, Y4        // 2^n2
+	VMULPS  Y3, Y6, Y6
+	VMULPS  Y4, Y6, Y6
+	VCMPPS  $1, Y14, Y0, Y5    // x < ln(2^-149) (-Inf too): 0
+	VANDNPS Y6, Y5, Y6
+	VCMPPS  $3, Y0, Y0, Y5     // NaN: NaN
+	VBLENDVPS Y5, Y0, Y6, Y6
+	VMOVUPS Y6, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     loop
+
+done:
+	VZEROUPPER
+	RET
