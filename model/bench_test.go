@@ -27,8 +27,8 @@ import (
 // BenchmarkTrainStep reports training throughput of the tiny default model (vocab 2048) at batch 8 x 256 tokens
 // with forward + backward + AdamW, and its achieved FLOP/s as a ratio of the machine's float32 matmul ceiling,
 // measured in the same run by OpenBLAS's cblas_sgemm (testdata/sgemm/sgemm.c, needs gcc and libopenblas-dev) on
-// the model's own matmul shapes, and against the same step on simplego's own Go matmul kernel (OpenBLAS
-// switched off for three steps). BenchmarkSampling reports new tokens/s at batch 8 with the KV cache and without.
+// the model's own matmul shapes, and against the same step with internal/kernels' Go elementwise kernels
+// switched off (simplego's own ops) and with everything switched off (stock simplego), three steps each. BenchmarkSampling reports new tokens/s at batch 8 with the KV cache and without.
 
 // benchConfig is the embedded default's shape with the reduced tokenizer's vocabulary.
 func benchConfig() *Config { return TinyConfig(2048, 1, 2) }
@@ -136,18 +136,26 @@ func BenchmarkTrainStep(b *testing.B) {
 		times = append(times, time.Since(t0).Seconds())
 	}
 	b.StopTimer()
-	// The same step on simplego's own Go matmul kernel (the backend without OpenBLAS), median of 3.
-	goKernel := 0.0
-	if kernels.SetOpenBLAS(false) {
-		var gt []float64
+	// The same step with parts of internal/kernels switched off, median of 3 each: simplego's own elementwise
+	// ops (OpenBLAS kept), and stock simplego (its own matmul too).
+	median3 := func() float64 {
+		var ts []float64
 		for range 3 {
 			t0 := time.Now()
 			run()
-			gt = append(gt, time.Since(t0).Seconds())
+			ts = append(ts, time.Since(t0).Seconds())
 		}
-		kernels.SetOpenBLAS(true)
-		sort.Float64s(gt)
-		goKernel = gt[1]
+		sort.Float64s(ts)
+		return ts[1]
+	}
+	noGoKernels, stock := 0.0, 0.0
+	if kernels.SetGoKernels(false) {
+		noGoKernels = median3()
+		if kernels.SetOpenBLAS(false) {
+			stock = median3()
+			kernels.SetOpenBLAS(true)
+		}
+		kernels.SetGoKernels(true)
 	}
 	ceiling := (before + sgemmCeiling(b, shapes)) / 2
 	gomlxMM := backendMatmulRate(b, m, shapes)
@@ -161,9 +169,13 @@ func BenchmarkTrainStep(b *testing.B) {
 	b.ReportMetric(ceiling, "sgemm-GFLOP/s")
 	b.ReportMetric(100*gflops/ceiling, "%-of-sgemm")
 	b.ReportMetric(gomlxMM, "backend-matmul-GFLOP/s")
-	if goKernel > 0 {
-		b.ReportMetric(goKernel/med, "x-vs-go-kernel")
-		b.Logf("the same step on simplego's Go matmul kernel: %.2f s/step; OpenBLAS runs it %.1fx faster", goKernel, goKernel/med)
+	if noGoKernels > 0 {
+		b.ReportMetric(noGoKernels/med, "x-vs-simplego-elementwise")
+		b.Logf("the same step on simplego's own elementwise ops (OpenBLAS matmuls): %.2f s/step; the Go kernels run it %.1fx faster", noGoKernels, noGoKernels/med)
+	}
+	if stock > 0 {
+		b.ReportMetric(stock/med, "x-vs-stock-simplego")
+		b.Logf("the same step on stock simplego (its own matmul and elementwise ops): %.2f s/step; %.1fx slower", stock, stock/med)
 	}
 	b.Logf("%d params, batch %dx%d: median %.2f s/step, %.0f tokens/s, %.1f GFLOP/s = %.1f%% of OpenBLAS sgemm %.1f GFLOP/s; "+
 		"the backend's own matmul on the same shapes: %.1f GFLOP/s (the step reaches %.0f%% of it)",

@@ -141,10 +141,22 @@ func (m *Model) attention(ctx *context.Context, grad bool, x, cos, sin, bias *No
 	}
 	scores := dot(grad, q, []int{4}, []int{0, 1}, keys, []int{3}, []int{0, 1}) // [B, kvH, G, T, S]
 	// Adding the mask, as HF does, broadcasts it inside the Add; its gradient passes straight through.
-	probs := Softmax(Add(scores, bias), -1)
+	probs := softmax(Add(scores, bias))
 	out := dot(grad, probs, []int{4}, []int{0, 1}, values, []int{2}, []int{0, 1}) // [B, kvH, G, T, hd]
 	out = Reshape(TransposeAllAxes(out, 0, 3, 1, 2, 4), b, t, nh*hd)
 	return linear(ctx.In("o_proj"), grad, out, false), cache
+}
+
+// softmax is Softmax over the last axis with the closed-form gradient x̄ = p ⊙ (ȳ - Σ ȳ ⊙ p): four passes over
+// the [B, kvH, G, T, S] scores where differentiating exp, sum and divide op by op took about a dozen. The output
+// is p + (x - x), whose value is p and whose gradient reaches x only through the custom identity.
+func softmax(x *Node) *Node {
+	fixed := StopGradient(x)
+	p := Softmax(fixed, -1)
+	xc := IdentityWithCustomGradient(x, func(_, v *Node) *Node {
+		return Mul(p, Sub(v, ReduceAndKeep(Mul(v, p), ReduceSum, -1)))
+	})
+	return Add(p, Sub(xc, fixed))
 }
 
 // mlp is Qwen2MLP (SwiGLU).

@@ -87,11 +87,20 @@ func sumRow(acc float32, x []float32) float32 {
 	return acc + ((s0 + s1) + (s2 + s3))
 }
 
+// maxOfRow returns the max of acc and x's elements (NaN if any is NaN, as Go's max), in four interleaved chains.
 func maxOfRow(acc float32, x []float32) float32 {
-	for _, v := range x {
-		acc = max(acc, v)
+	m0, m1, m2, m3 := acc, acc, acc, acc
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		m0 = max(m0, x[i])
+		m1 = max(m1, x[i+1])
+		m2 = max(m2, x[i+2])
+		m3 = max(m3, x[i+3])
 	}
-	return acc
+	for ; i < len(x); i++ {
+		m0 = max(m0, x[i])
+	}
+	return max(max(m0, m1), max(m2, m3))
 }
 
 func addInto(o, x []float32) {
