@@ -1,50 +1,110 @@
 package model
 
 import (
+	"fmt"
+	"reflect"
 	"slices"
+	"sync"
 
-	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // graph code reads like the formulas.
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
 )
 
-// dot is graph.DotGeneral with a gradient made of DotGenerals.
-//
 // GoMLX v0.26's DotGeneral gradient multiplies broadcast operands and reduces, materializing a tensor of
 // [batch x lhs-cross x rhs-cross x contracting] elements: for one 2048x256 by 256x2048 matmul that is 1G floats, so
-// training steps ran out of memory. Here the product is computed with its inputs' gradients stopped, an identity
-// with a custom gradient on the output captures the incoming gradient v, and identities with custom gradients on
-// the inputs (tied to the output by a zero-weighted term so that reverse-mode reaches them, after the output
-// since they were created first) return dL/dlhs = v . rhs and dL/drhs = v . lhs as DotGenerals.
-// When grad is false it is plain DotGeneral (inference graphs).
-func dot(grad bool, lhs *Node, lhsContracting, lhsBatch []int, rhs *Node, rhsContracting, rhsBatch []int) *Node {
-	if !grad {
-		return DotGeneral(lhs, lhsContracting, lhsBatch, rhs, rhsContracting, rhsBatch)
+// training steps ran out of memory. registerDotGradient replaces it, in GoMLX's VJP registry, with the textbook
+// gradient made of two DotGenerals (dL/dlhs = v . rhs, dL/drhs = v . lhs over the other operand's cross axes),
+// so that the model's graphs use plain DotGeneral. The registry is per process; the replacement computes the
+// same values as GoMLX's own (TestDotGradient), so other GoMLX graphs in the process are unaffected but faster.
+// An earlier version wrapped every matmul in custom-gradient identities tied to the output by a zero-weighted
+// sum; those identities, sums and zero gradients cost about a third of a training step.
+
+var (
+	dotGradientOnce sync.Once
+	dotGradientErr  error
+	// gomlxDotGradient is GoMLX's own DotGeneral VJP, kept for tests.
+	gomlxDotGradient graph.VJP
+)
+
+// registerDotGradient installs dotGeneralVJP for DotGeneral nodes, once per process. It fails (and leaves GoMLX
+// alone) when GoMLX's DotGeneral node no longer carries its axes where dotAxes reads them.
+func registerDotGradient(backend backends.Backend) error {
+	dotGradientOnce.Do(func() {
+		g := graph.NewGraph(backend, "probe")
+		defer g.Finalize()
+		if _, err := dotAxes(graph.DotGeneral(graph.Parameter(g, "a", shapes.Make(dtypes.Float32, 2, 3)), []int{1}, nil,
+			graph.Parameter(g, "b", shapes.Make(dtypes.Float32, 3, 4)), []int{0}, nil)); err != nil {
+			dotGradientErr = fmt.Errorf("GoMLX's DotGeneral gradient kept: %w", err)
+			return
+		}
+		gomlxDotGradient = graph.VJPRegistration[graph.NodeTypeDotGeneral]
+		graph.VJPRegistration[graph.NodeTypeDotGeneral] = dotGeneralVJP
+	})
+	return dotGradientErr
+}
+
+// dotParams are a DotGeneral node's contracting and batch axes.
+type dotParams struct{ lc, lb, rc, rb []int }
+
+// dotAxes reads a DotGeneral node's axes from GoMLX's (unexported) node inputs.
+func dotAxes(n *graph.Node) (p dotParams, err error) {
+	in := reflect.ValueOf(n).Elem().FieldByName("inputs")
+	if !in.IsValid() || in.Kind() != reflect.Interface || in.IsNil() || in.Elem().Kind() != reflect.Pointer {
+		return p, fmt.Errorf("DotGeneral node has no inputs struct")
 	}
-	lhsCross := crossAxes(lhs.Rank(), lhsContracting, lhsBatch)
-	rhsCross := crossAxes(rhs.Rank(), rhsContracting, rhsBatch)
-	nb, nlc, nrc := len(lhsBatch), len(lhsCross), len(rhsCross)
-	var v *Node // gradient arriving at the output, set by the output's custom gradient
-	lhsID := IdentityWithCustomGradient(lhs, func(_, _ *Node) *Node {
-		if v == nil {
-			return ZerosLike(lhs)
+	st := in.Elem().Elem()
+	ints := func(name string) ([]int, error) {
+		f := st.FieldByName(name)
+		if !f.IsValid() || f.Kind() != reflect.Slice || f.Type().Elem().Kind() != reflect.Int {
+			return nil, fmt.Errorf("DotGeneral inputs have no %s", name)
 		}
-		// v: [batch, lhsCross, rhsCross] . rhs over rhsCross -> [batch, lhsCross, rhs's contracting axes in order].
-		r := DotGeneral(v, iotaFrom(nb+nlc, nrc), iotaFrom(0, nb), rhs, rhsCross, rhsBatch)
-		return TransposeAllAxes(r, backPermutation(lhs.Rank(), lhsBatch, lhsCross, pairedInOrder(rhsContracting, lhsContracting))...)
-	})
-	rhsID := IdentityWithCustomGradient(rhs, func(_, _ *Node) *Node {
-		if v == nil {
-			return ZerosLike(rhs)
+		out := make([]int, f.Len())
+		for i := range out {
+			out[i] = int(f.Index(i).Int())
 		}
-		r := DotGeneral(v, iotaFrom(nb, nlc), iotaFrom(0, nb), lhs, lhsCross, lhsBatch)
-		return TransposeAllAxes(r, backPermutation(rhs.Rank(), rhsBatch, rhsCross, pairedInOrder(lhsContracting, rhsContracting))...)
-	})
-	y := DotGeneral(StopGradient(lhsID), lhsContracting, lhsBatch, StopGradient(rhsID), rhsContracting, rhsBatch)
-	y = IdentityWithCustomGradient(y, func(_, vOut *Node) *Node {
-		v = vOut
-		return vOut // stops at the StopGradients above
-	})
-	zero := MulScalar(Add(ReduceAllSum(lhsID), ReduceAllSum(rhsID)), 0)
-	return Add(y, zero)
+		return out, nil
+	}
+	for _, f := range []struct {
+		dst  *[]int
+		name string
+	}{{&p.lc, "lhsContractingAxes"}, {&p.lb, "lhsBatchAxes"}, {&p.rc, "rhsContractingAxes"}, {&p.rb, "rhsBatchAxes"}} {
+		if *f.dst, err = ints(f.name); err != nil {
+			return p, err
+		}
+	}
+	return p, nil
+}
+
+// dotGeneralVJP returns dL/dlhs and dL/drhs of y = DotGeneral(lhs, rhs) for v = dL/dy, whose axes are
+// [batch..., lhs cross..., rhs cross...].
+func dotGeneralVJP(node *graph.Node, vs []*graph.Node, _ shapes.Shape) []*graph.Node {
+	p, err := dotAxes(node)
+	if err != nil {
+		panic(err) // registerDotGradient checked the layout
+	}
+	v := vs[0]
+	lhs, rhs := node.Inputs()[0], node.Inputs()[1]
+	lhsCross := crossAxes(lhs.Rank(), p.lc, p.lb)
+	rhsCross := crossAxes(rhs.Rank(), p.rc, p.rb)
+	nb, nlc, nrc := len(p.lb), len(lhsCross), len(rhsCross)
+	// v . rhs over rhs's cross axes -> [batch, lhs cross, rhs's contracting axes in order]; likewise for rhs.
+	dl := graph.DotGeneral(v, iotaFrom(nb+nlc, nrc), iotaFrom(0, nb), rhs, rhsCross, p.rb)
+	dr := graph.DotGeneral(v, iotaFrom(nb, nlc), iotaFrom(0, nb), lhs, lhsCross, p.lb)
+	return []*graph.Node{
+		transposeUnlessIdentity(dl, backPermutation(lhs.Rank(), p.lb, lhsCross, pairedInOrder(p.rc, p.lc))),
+		transposeUnlessIdentity(dr, backPermutation(rhs.Rank(), p.rb, rhsCross, pairedInOrder(p.lc, p.rc))),
+	}
+}
+
+func transposeUnlessIdentity(x *graph.Node, perm []int) *graph.Node {
+	for i, a := range perm {
+		if i != a {
+			return graph.TransposeAllAxes(x, perm...)
+		}
+	}
+	return x
 }
 
 // crossAxes are the axes of a rank-r operand that are neither contracted nor batch, in order.

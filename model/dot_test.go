@@ -10,10 +10,14 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 )
 
-// TestDotGradient: dot's gradients equal GoMLX's own DotGeneral gradients for the axis layouts the model uses
-// (linear [B,T,in] x [out,in], attention with batch axes, cache-major keys with batch axes not in front).
+// TestDotGradient: the registered DotGeneral gradient equals GoMLX's own for the axis layouts the model uses
+// (linear [B,T,in] x [out,in], attention with batch axes, cache-major keys with batch axes not in front, two
+// contracting axes in another order).
 func TestDotGradient(t *testing.T) {
 	backend := testBackend(t)
+	if err := registerDotGradient(backend); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		lhs, rhs       []int
 		lc, lb, rc, rb []int
@@ -38,13 +42,15 @@ func TestDotGradient(t *testing.T) {
 		}
 		lhs, rhs := fill(c.lhs, 0.1), fill(c.rhs, 0.7)
 		grads := func(mine bool) [][]float32 {
+			vjp := graph.VJP(dotGeneralVJP)
+			if !mine {
+				vjp = gomlxDotGradient
+			}
 			out, err := graph.NewExec(backend, func(l, r *graph.Node) []*graph.Node {
-				var y *graph.Node
-				if mine {
-					y = dot(true, l, c.lc, c.lb, r, c.rc, c.rb)
-				} else {
-					y = graph.DotGeneral(l, c.lc, c.lb, r, c.rc, c.rb)
-				}
+				// The registry is read while the gradient graph is built.
+				graph.VJPRegistration[graph.NodeTypeDotGeneral] = vjp
+				defer func() { graph.VJPRegistration[graph.NodeTypeDotGeneral] = dotGeneralVJP }()
+				y := graph.DotGeneral(l, c.lc, c.lb, r, c.rc, c.rb)
 				w := graph.Sin(graph.IotaFull(l.Graph(), shapes.Make(dtypes.Float32, y.Shape().Dimensions...)))
 				loss := graph.ReduceAllSum(graph.Mul(y, w))
 				return append([]*graph.Node{y}, graph.Gradient(loss, l, r)...)

@@ -44,10 +44,10 @@ func variableNode(ctx *context.Context, g *Graph, name string) *Node {
 }
 
 // linear applies an HF nn.Linear stored as weight [out, in] (and bias [out] when withBias): x @ weight^T + bias.
-func linear(ctx *context.Context, grad bool, x *Node, withBias bool) *Node {
+func linear(ctx *context.Context, x *Node, withBias bool) *Node {
 	g := x.Graph()
 	w := variableNode(ctx, g, "weight")
-	y := dot(grad, x, []int{x.Rank() - 1}, nil, w, []int{1}, nil)
+	y := DotGeneral(x, []int{x.Rank() - 1}, nil, w, []int{1}, nil)
 	if withBias {
 		y = Add(y, ExpandLeftToRank(variableNode(ctx, g, "bias"), y.Rank()))
 	}
@@ -78,9 +78,8 @@ func (m *Model) rotary(positions *Node) (cos, sin *Node) {
 
 // applyRotary rotates x [B, T, heads, headDim]: x*cos + rotate_half(x)*sin, where rotate_half(x) =
 // [-x2, x1] is taken as a product with a constant signed permutation matrix, so that its gradient needs no
-// Pad (which the pure-Go backend lacks: slicing a differentiable tensor would make training fail), with dot's
-// matmul gradient when grad.
-func applyRotary(grad bool, x, cos, sin *Node) *Node {
+// Pad (which the pure-Go backend lacks: slicing a differentiable tensor would make training fail).
+func applyRotary(x, cos, sin *Node) *Node {
 	hd := x.Shape().Dim(-1)
 	half := hd / 2
 	r := make([]float32, hd*hd) // r[j*hd+i]: weight of x[j] in rotated[i]
@@ -89,7 +88,7 @@ func applyRotary(grad bool, x, cos, sin *Node) *Node {
 		r[i*hd+half+i] = 1    // rotated[half+i] = x1[i]
 	}
 	rot := Const(x.Graph(), tensors.FromFlatDataAndDimensions(r, hd, hd))
-	rotated := dot(grad, x, []int{3}, nil, ConvertDType(rot, x.DType()), []int{0}, nil) // [B, T, heads, hd]
+	rotated := DotGeneral(x, []int{3}, nil, ConvertDType(rot, x.DType()), []int{0}, nil) // [B, T, heads, hd]
 	return Add(Mul(x, cos), Mul(rotated, sin))
 }
 
@@ -117,19 +116,19 @@ func (c *kvCache) write(cache, update *Node) *Node {
 // see a key and maskedScore where not (maskBias).
 // Without a cache the keys are this call's T tokens (S = T); with one they are the S cache slots (after writing
 // this call's keys into them), and the updated cache is returned.
-func (m *Model) attention(ctx *context.Context, grad bool, x, cos, sin, bias *Node, cache *kvCache) (*Node, *kvCache) {
+func (m *Model) attention(ctx *context.Context, x, cos, sin, bias *Node, cache *kvCache) (*Node, *kvCache) {
 	cfg := &m.Config
 	b, t := x.Shape().Dim(0), x.Shape().Dim(1)
 	hd, nh, nkv := cfg.HeadDim(), cfg.NumAttentionHeads, cfg.NumKeyValueHeads
 	groups := nh / nkv
 
-	q := Reshape(linear(ctx.In("q_proj"), grad, x, true), b, t, nh, hd)
-	k := Reshape(linear(ctx.In("k_proj"), grad, x, true), b, t, nkv, hd)
-	v := Reshape(linear(ctx.In("v_proj"), grad, x, true), b, t, nkv, hd)
+	q := Reshape(linear(ctx.In("q_proj"), x, true), b, t, nh, hd)
+	k := Reshape(linear(ctx.In("k_proj"), x, true), b, t, nkv, hd)
+	v := Reshape(linear(ctx.In("v_proj"), x, true), b, t, nkv, hd)
 	// HF scales the scores q·k by 1/sqrt(head_dim); scaling q first is the same product on a tensor T/hd times
 	// smaller (and exactly the same numbers when head_dim is a power of 4, as 64 and 256 are).
-	q = MulScalar(applyRotary(grad, q, cos, sin), 1/math.Sqrt(float64(hd)))
-	k = applyRotary(grad, k, cos, sin)
+	q = MulScalar(applyRotary(q, cos, sin), 1/math.Sqrt(float64(hd)))
+	k = applyRotary(k, cos, sin)
 
 	q = TransposeAllAxes(Reshape(q, b, t, nkv, groups, hd), 0, 2, 3, 1, 4) // [B, kvH, G, T, hd]
 	k = TransposeAllAxes(k, 0, 2, 1, 3)                                    // [B, kvH, T, hd]
@@ -139,12 +138,12 @@ func (m *Model) attention(ctx *context.Context, grad bool, x, cos, sin, bias *No
 		cache = &kvCache{k: cache.write(cache.k, k), v: cache.write(cache.v, v), cursor: cache.cursor}
 		keys, values = cache.k, cache.v
 	}
-	scores := dot(grad, q, []int{4}, []int{0, 1}, keys, []int{3}, []int{0, 1}) // [B, kvH, G, T, S]
+	scores := DotGeneral(q, []int{4}, []int{0, 1}, keys, []int{3}, []int{0, 1}) // [B, kvH, G, T, S]
 	// Adding the mask, as HF does, broadcasts it inside the Add; its gradient passes straight through.
 	probs := softmax(Add(scores, bias))
-	out := dot(grad, probs, []int{4}, []int{0, 1}, values, []int{2}, []int{0, 1}) // [B, kvH, G, T, hd]
+	out := DotGeneral(probs, []int{4}, []int{0, 1}, values, []int{2}, []int{0, 1}) // [B, kvH, G, T, hd]
 	out = Reshape(TransposeAllAxes(out, 0, 3, 1, 2, 4), b, t, nh*hd)
-	return linear(ctx.In("o_proj"), grad, out, false), cache
+	return linear(ctx.In("o_proj"), out, false), cache
 }
 
 // softmax is Softmax over the last axis with the closed-form gradient x̄ = p ⊙ (ȳ - Σ ȳ ⊙ p): four passes over
@@ -160,10 +159,10 @@ func softmax(x *Node) *Node {
 }
 
 // mlp is Qwen2MLP (SwiGLU).
-func mlp(ctx *context.Context, grad bool, x *Node) *Node {
-	gate := linear(ctx.In("gate_proj"), grad, x, false)
-	up := linear(ctx.In("up_proj"), grad, x, false)
-	return linear(ctx.In("down_proj"), grad, Mul(Mul(gate, Sigmoid(gate)), up), false)
+func mlp(ctx *context.Context, x *Node) *Node {
+	gate := linear(ctx.In("gate_proj"), x, false)
+	up := linear(ctx.In("up_proj"), x, false)
+	return linear(ctx.In("down_proj"), Mul(Mul(gate, Sigmoid(gate)), up), false)
 }
 
 // maskBias turns allowed, bool [B, T, S] ("query t may see key s"), into the attention scores' additive mask
@@ -177,7 +176,7 @@ func maskBias(allowed *Node) *Node {
 
 // decoder runs the embedding and all decoder layers, returning hidden states [B, T, D] before the final norm.
 // caches, when not nil, has one entry per layer and is updated in place (the slice's elements are replaced).
-func (m *Model) decoder(ctx *context.Context, grad bool, tokens, positions, allowed *Node, caches []*kvCache) *Node {
+func (m *Model) decoder(ctx *context.Context, tokens, positions, allowed *Node, caches []*kvCache) *Node {
 	g := tokens.Graph()
 	cfg := &m.Config
 	mctx := ctx.In("model")
@@ -191,25 +190,25 @@ func (m *Model) decoder(ctx *context.Context, grad bool, tokens, positions, allo
 		if caches != nil {
 			cache = caches[i]
 		}
-		attn, newCache := m.attention(lctx.In("self_attn"), grad, rmsNorm(lctx.In("input_layernorm"), h, cfg.RMSNormEps),
+		attn, newCache := m.attention(lctx.In("self_attn"), rmsNorm(lctx.In("input_layernorm"), h, cfg.RMSNormEps),
 			cos, sin, bias, cache)
 		if caches != nil {
 			caches[i] = newCache
 		}
 		h = Add(h, attn)
-		h = Add(h, mlp(lctx.In("mlp"), grad, rmsNorm(lctx.In("post_attention_layernorm"), h, cfg.RMSNormEps)))
+		h = Add(h, mlp(lctx.In("mlp"), rmsNorm(lctx.In("post_attention_layernorm"), h, cfg.RMSNormEps)))
 	}
 	return h
 }
 
 // lmHead applies the final norm and the (tied or untied) output projection: [..., D] -> [..., V].
-func (m *Model) lmHead(ctx *context.Context, grad bool, h *Node) *Node {
+func (m *Model) lmHead(ctx *context.Context, h *Node) *Node {
 	h = rmsNorm(ctx.In("model").In("norm"), h, m.Config.RMSNormEps)
 	wctx := ctx.In("lm_head")
 	if m.Config.TieWordEmbeddings {
 		wctx = ctx.In("model").In("embed_tokens")
 	}
-	return linear(wctx, grad, h, false)
+	return linear(wctx, h, false)
 }
 
 // maskAndPositions turns an attention mask [B, T] (1 = real token, 0 = padding; any numeric or bool dtype)
@@ -253,14 +252,9 @@ func causalAllowed(valid *Node) *Node {
 // Logits at padding positions are meaningless. ctx must be (a reference to) the model's context at its root
 // scope, m.Ctx, or a context holding the same variables.
 func (m *Model) Logits(ctx *context.Context, tokens, attentionMask *Node) *Node {
-	return m.logits(ctx, true, tokens, attentionMask)
-}
-
-// logits is Logits; grad=false builds plain matmuls for graphs that are not differentiated.
-func (m *Model) logits(ctx *context.Context, grad bool, tokens, attentionMask *Node) *Node {
 	valid, positions := maskAndPositions(attentionMask)
-	h := m.decoder(ctx, grad, tokens, positions, causalAllowed(valid), nil)
-	return m.lmHead(ctx, grad, h)
+	h := m.decoder(ctx, tokens, positions, causalAllowed(valid), nil)
+	return m.lmHead(ctx, h)
 }
 
 // TokenLogProbs returns log-probabilities [B, T] (float32, differentiable w.r.t. the model's variables) with
@@ -296,7 +290,7 @@ func (m *Model) TokenLogProbsAt(ctx *context.Context, tokens, attentionMask *Nod
 	for i := 0; i+1 < t; i++ {
 		shift[i*t+i+1] = 1
 	}
-	out := dot(true, picked, []int{1}, nil, Const(g, tensors.FromFlatDataAndDimensions(shift, t, t)), []int{0}, nil) // [B, T]
+	out := DotGeneral(picked, []int{1}, nil, Const(g, tensors.FromFlatDataAndDimensions(shift, t, t)), []int{0}, nil) // [B, T]
 	valid, _ := maskAndPositions(attentionMask)
 	ok := And(SliceAxis(valid, 1, AxisRange(1)), SliceAxis(valid, 1, AxisRange(0, t-1)))
 	ok = Concatenate([]*Node{ZerosLike(SliceAxis(valid, 1, AxisRange(0, 1))), ok}, 1)
@@ -322,9 +316,9 @@ func (m *Model) decodeStep(ctx *context.Context, inputs []*Node) []*Node {
 	kSlot := Iota(g, shapeInt32(k, s), 1)
 	causal := BroadcastToDims(ExpandAxes(LessOrEqual(kSlot, qSlot), 0), b, k, s)
 	valid := BroadcastToDims(ExpandAxes(NotEqual(slotValid, ScalarZero(g, dtypes.Int32)), 1), b, k, s)
-	h := m.decoder(ctx, false, tokens, positions, And(causal, valid), caches)
+	h := m.decoder(ctx, tokens, positions, And(causal, valid), caches)
 	last := Squeeze(SliceAxis(h, 1, AxisRange(k-1)), 1) // [B, D]
-	outs := []*Node{m.lmHead(ctx, false, last)}
+	outs := []*Node{m.lmHead(ctx, last)}
 	for _, c := range caches {
 		outs = append(outs, c.k, c.v)
 	}

@@ -428,7 +428,7 @@ func (m *Model) getLogitsExec() (*mlctx.Exec, error) {
 	if m.logitsExec == nil {
 		e, err := mlctx.NewExec(m.Backend, m.Ctx, func(ctx *mlctx.Context, tokens, mask *graph.Node) *graph.Node {
 			t := tokens.Shape().Dim(1)
-			return graph.Squeeze(graph.SliceAxis(m.logits(ctx, false, tokens, mask), 1, graph.AxisRange(t-1)), 1)
+			return graph.Squeeze(graph.SliceAxis(m.Logits(ctx, tokens, mask), 1, graph.AxisRange(t-1)), 1)
 		})
 		if err != nil {
 			return nil, fmt.Errorf("logits graph: %w", err)

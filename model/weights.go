@@ -102,6 +102,9 @@ func newModel(backend backends.Backend, cfg *Config) (*Model, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
+	if err := registerDotGradient(backend); err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
 	return &Model{Config: c, Backend: backend, Ctx: context.New()}, nil
 }
 
