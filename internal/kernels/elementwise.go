@@ -75,28 +75,48 @@ func binary(op backends.OpType, kernel func(o, a, b []float32)) executor {
 
 func addRow(o, a, b []float32) {
 	a, b = a[:len(o)], b[:len(o)]
-	for i := range o {
+	i := 0
+	if haveAVX2 {
+		i = len(o) &^ 7
+		addAVX2(o[:i], a[:i], b[:i])
+	}
+	for ; i < len(o); i++ {
 		o[i] = a[i] + b[i]
 	}
 }
 
 func subRow(o, a, b []float32) {
 	a, b = a[:len(o)], b[:len(o)]
-	for i := range o {
+	i := 0
+	if haveAVX2 {
+		i = len(o) &^ 7
+		subAVX2(o[:i], a[:i], b[:i])
+	}
+	for ; i < len(o); i++ {
 		o[i] = a[i] - b[i]
 	}
 }
 
 func mulRow(o, a, b []float32) {
 	a, b = a[:len(o)], b[:len(o)]
-	for i := range o {
+	i := 0
+	if haveAVX2 {
+		i = len(o) &^ 7
+		mulAVX2(o[:i], a[:i], b[:i])
+	}
+	for ; i < len(o); i++ {
 		o[i] = a[i] * b[i]
 	}
 }
 
 func divRow(o, a, b []float32) {
 	a, b = a[:len(o)], b[:len(o)]
-	for i := range o {
+	i := 0
+	if haveAVX2 {
+		i = len(o) &^ 7
+		divAVX2(o[:i], a[:i], b[:i])
+	}
+	for ; i < len(o); i++ {
 		o[i] = a[i] / b[i]
 	}
 }
@@ -141,7 +161,7 @@ func unary(op backends.OpType, kernel func(o, a []float32)) executor {
 func expRow(o, a []float32) {
 	a = a[:len(o)]
 	i := 0
-	if haveExpAVX2 {
+	if haveAVX2 {
 		i = len(a) &^ 7
 		expAVX2(o[:i], a[:i])
 	}

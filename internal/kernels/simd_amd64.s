@@ -81,3 +81,29 @@ loop:
 done:
 	VZEROUPPER
 	RET
+
+// BINARY defines func NAME(o, a, b []float32): o[i] = a[i] OP b[i] over len(o) &^ 7 elements. The jumps count
+// instructions: JZ skips the 8-instruction loop, JNZ returns to its first instruction.
+#define BINARY(NAME, OP) \
+TEXT NAME(SB), NOSPLIT, $0-72; \
+	MOVQ o_base+0(FP), DI; \
+	MOVQ o_len+8(FP), CX; \
+	MOVQ a_base+24(FP), SI; \
+	MOVQ b_base+48(FP), DX; \
+	SHRQ $3, CX; \
+	JZ   9(PC); \
+	VMOVUPS (SI), Y0; \
+	OP      (DX), Y0, Y0; \
+	VMOVUPS Y0, (DI); \
+	ADDQ    $32, SI; \
+	ADDQ    $32, DX; \
+	ADDQ    $32, DI; \
+	DECQ    CX; \
+	JNZ     -7(PC); \
+	VZEROUPPER; \
+	RET
+
+BINARY(·addAVX2, VADDPS)
+BINARY(·subAVX2, VSUBPS)
+BINARY(·mulAVX2, VMULPS)
+BINARY(·divAVX2, VDIVPS)

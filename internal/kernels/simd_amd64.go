@@ -1,0 +1,27 @@
+package kernels
+
+import "golang.org/x/sys/cpu"
+
+// haveAVX2 tells whether the AVX2 kernels can run (they use FMA too).
+var haveAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+// expAVX2 sets o[i] = e^x[i] for the first len(x) &^ 7 elements, 8 at a time: exp32's algorithm in AVX2 with
+// fused multiply-adds (so its roundings differ from exp32's by up to an ulp). o may be x.
+//
+//go:noescape
+func expAVX2(o, x []float32)
+
+// addAVX2, subAVX2, mulAVX2 and divAVX2 set o[i] = a[i] op b[i] for the first len(o) &^ 7 elements, 8 at a
+// time, with IEEE results identical to Go's float32 arithmetic. o may be a or b.
+//
+//go:noescape
+func addAVX2(o, a, b []float32)
+
+//go:noescape
+func subAVX2(o, a, b []float32)
+
+//go:noescape
+func mulAVX2(o, a, b []float32)
+
+//go:noescape
+func divAVX2(o, a, b []float32)

@@ -1,0 +1,11 @@
+//go:build !amd64
+
+package kernels
+
+const haveAVX2 = false
+
+func expAVX2(o, x []float32)    { panic("AVX2 kernel without amd64") }
+func addAVX2(o, a, b []float32) { panic("AVX2 kernel without amd64") }
+func subAVX2(o, a, b []float32) { panic("AVX2 kernel without amd64") }
+func mulAVX2(o, a, b []float32) { panic("AVX2 kernel without amd64") }
+func divAVX2(o, a, b []float32) { panic("AVX2 kernel without amd64") }
