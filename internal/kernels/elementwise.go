@@ -174,21 +174,18 @@ func expRow(o, a []float32) {
 // overflows; o may be a.
 func logisticRow(o, a []float32) {
 	a = a[:len(o)]
-	for len(o) > 0 {
-		var e [256]float32
-		n := min(len(o), len(e))
-		for i, x := range a[:n] {
-			e[i] = -abs32(x)
-		}
-		expRow(e[:n], e[:n])
-		for i, x := range a[:n] {
-			if x >= 0 {
-				o[i] = 1 / (1 + e[i])
-			} else {
-				o[i] = e[i] / (1 + e[i])
-			}
-		}
+	if haveAVX2 {
+		n := len(o) &^ 7
+		logisticAVX2(o[:n], a[:n])
 		o, a = o[n:], a[n:]
+	}
+	for i, x := range a {
+		e := exp32(-abs32(x))
+		if x >= 0 {
+			o[i] = 1 / (1 + e)
+		} else {
+			o[i] = e / (1 + e)
+		}
 	}
 }
 

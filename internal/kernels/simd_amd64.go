@@ -11,6 +11,12 @@ var haveAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 //go:noescape
 func expAVX2(o, x []float32)
 
+// logisticAVX2 sets o[i] = 1/(1+e^-x[i]) for the first len(x) &^ 7 elements, 8 at a time, with the arithmetic
+// of logisticRow's scalar loop over expAVX2's exponentials. o may be x.
+//
+//go:noescape
+func logisticAVX2(o, x []float32)
+
 // addAVX2, subAVX2, mulAVX2 and divAVX2 set o[i] = a[i] op b[i] for the first len(o) &^ 7 elements, 8 at a
 // time, with IEEE results identical to Go's float32 arithmetic. o may be a or b.
 //

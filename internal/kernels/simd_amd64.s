@@ -15,7 +15,59 @@ DATA expConst<>+0x2c(SB)/4, $4.1665795894e-2
 DATA expConst<>+0x30(SB)/4, $1.6666665459e-1
 DATA expConst<>+0x34(SB)/4, $5.0000001201e-1
 DATA expConst<>+0x38(SB)/4, $127                // float32 exponent bias (int32)
-GLOBL expConst<>(SB), RODATA|NOPTR, $60
+DATA expConst<>+0x3c(SB)/4, $0x80000000         // float32 sign bit
+GLOBL expConst<>(SB), RODATA|NOPTR, $64
+
+// EXP sets Y6 = e^Y0 (8 lanes), with the constants loaded by EXPCONST in Y8-Y15; it uses Y1-Y5 and Y7.
+#define EXPCONST \
+	VBROADCASTSS expConst<>+0x00(SB), Y8; \
+	VBROADCASTSS expConst<>+0x04(SB), Y9; \
+	VBROADCASTSS expConst<>+0x08(SB), Y10; \
+	VBROADCASTSS expConst<>+0x0c(SB), Y11; \
+	VBROADCASTSS expConst<>+0x10(SB), Y12; \
+	VBROADCASTSS expConst<>+0x14(SB), Y13; \
+	VBROADCASTSS expConst<>+0x18(SB), Y14; \
+	VBROADCASTSS expConst<>+0x1c(SB), Y15
+
+#define EXP \
+	VMINPS  Y8, Y0, Y1; /* y = min(x, 89) */ \
+	VMAXPS  Y9, Y1, Y1; /* y = max(y, -104) */ \
+	VMOVAPS Y13, Y2; \
+	VFMADD231PS Y10, Y1, Y2; /* t = y*log2e + 0.5 */ \
+	VROUNDPS $1, Y2, Y2; /* n = floor(t) */ \
+	VFNMADD231PS Y11, Y2, Y1; /* r = y - n*c1 */ \
+	VFNMADD231PS Y12, Y2, Y1; /* r -= n*c2 */ \
+	VBROADCASTSS expConst<>+0x20(SB), Y3; \
+	VBROADCASTSS expConst<>+0x24(SB), Y4; \
+	VFMADD213PS Y4, Y1, Y3; /* p = p*r + c */ \
+	VBROADCASTSS expConst<>+0x28(SB), Y4; \
+	VFMADD213PS Y4, Y1, Y3; \
+	VBROADCASTSS expConst<>+0x2c(SB), Y4; \
+	VFMADD213PS Y4, Y1, Y3; \
+	VBROADCASTSS expConst<>+0x30(SB), Y4; \
+	VFMADD213PS Y4, Y1, Y3; \
+	VBROADCASTSS expConst<>+0x34(SB), Y4; \
+	VFMADD213PS Y4, Y1, Y3; \
+	VMULPS  Y1, Y1, Y5; /* z = r*r */ \
+	VADDPS  Y15, Y1, Y6; /* r + 1 */ \
+	VFMADD231PS Y5, Y3, Y6; /* e = p*z + r + 1 */ \
+	VCVTPS2DQ Y2, Y2; \
+	VPSRAD  $1, Y2, Y3; /* n1 = n>>1 */ \
+	VPSUBD  Y3, Y2, Y4; /* n2 = n - n1 */ \
+	VPBROADCASTD expConst<>+0x38(SB), Y7; \
+	VPADDD  Y7, Y3, Y3; \
+	VPSLLD  $23, Y3, Y3; /* 2^n1 */ \
+	VPADDD  Y7, Y4, Y4; \
+	VPSLLD  $23, Y4, Y4; /* 2^n2 */ \
+	VMULPS  Y3, Y6, Y6; \
+	VMULPS  Y4, Y6, Y6; \
+	VCMPPS  $1, Y14, Y0, Y5; /* x < ln(2^-149), -Inf too: 0 */ \
+	VANDNPS Y6, Y5, Y6; \
+	VCMPPS  $3, Y0, Y0, Y5; /* NaN: NaN */ \
+	VBLENDVPS Y5, Y0, Y6, Y6
+
+// e * 2^n is computed as e * 2^n1 * 2^n2 with n1 = n>>1, n2 = n-n1: both factors stay normal floats from n = -150
+// to 129, so subnormal results round once and large ones overflow to +Inf.
 
 // func expAVX2(o, x []float32)
 TEXT ·expAVX2(SB), NOSPLIT, $0-48
@@ -23,62 +75,49 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-48
 	MOVQ x_base+24(FP), SI
 	MOVQ x_len+32(FP), CX
 	SHRQ $3, CX
-	JZ   done
-	VBROADCASTSS expConst<>+0x00(SB), Y8
-	VBROADCASTSS expConst<>+0x04(SB), Y9
-	VBROADCASTSS expConst<>+0x08(SB), Y10
-	VBROADCASTSS expConst<>+0x0c(SB), Y11
-	VBROADCASTSS expConst<>+0x10(SB), Y12
-	VBROADCASTSS expConst<>+0x14(SB), Y13
-	VBROADCASTSS expConst<>+0x18(SB), Y14
-	VBROADCASTSS expConst<>+0x1c(SB), Y15
+	JZ   expdone
+	EXPCONST
 
-loop:
-	VMOVUPS (SI), Y0           // x
-	VMINPS  Y8, Y0, Y1         // y = min(x, 89)
-	VMAXPS  Y9, Y1, Y1         // y = max(y, -104)
-	VMOVAPS Y13, Y2
-	VFMADD231PS Y10, Y1, Y2    // t = y*log2e + 0.5
-	VROUNDPS $1, Y2, Y2        // n = floor(t)
-	VFNMADD231PS Y11, Y2, Y1   // r = y - n*c1
-	VFNMADD231PS Y12, Y2, Y1   // r -= n*c2
-	VBROADCASTSS expConst<>+0x20(SB), Y3
-	VBROADCASTSS expConst<>+0x24(SB), Y4
-	VFMADD213PS Y4, Y1, Y3     // p = p*r + c
-	VBROADCASTSS expConst<>+0x28(SB), Y4
-	VFMADD213PS Y4, Y1, Y3
-	VBROADCASTSS expConst<>+0x2c(SB), Y4
-	VFMADD213PS Y4, Y1, Y3
-	VBROADCASTSS expConst<>+0x30(SB), Y4
-	VFMADD213PS Y4, Y1, Y3
-	VBROADCASTSS expConst<>+0x34(SB), Y4
-	VFMADD213PS Y4, Y1, Y3
-	VMULPS  Y1, Y1, Y5         // z = r*r
-	VADDPS  Y15, Y1, Y6        // r + 1
-	VFMADD231PS Y5, Y3, Y6     // e = p*z + r + 1
-	// e * 2^n, as e * 2^n1 * 2^n2 with n1 = n>>1, n2 = n-n1: both factors stay normal floats from n = -150
-	// to 129, so subnormal results round once and large ones overflow to +Inf.
-	VCVTPS2DQ Y2, Y2
-	VPSRAD  $1, Y2, Y3         // n1
-	VPSUBD  Y3, Y2, Y4         // n2
-	VPBROADCASTD expConst<>+0x38(SB), Y7
-	VPADDD  Y7, Y3, Y3
-	VPSLLD  $23, Y3, Y3        // 2^n1
-	VPADDD  Y7, Y4, Y4
-	VPSLLD  $23, Y4, Y4        // 2^n2
-	VMULPS  Y3, Y6, Y6
-	VMULPS  Y4, Y6, Y6
-	VCMPPS  $1, Y14, Y0, Y5    // x < ln(2^-149) (-Inf too): 0
-	VANDNPS Y6, Y5, Y6
-	VCMPPS  $3, Y0, Y0, Y5     // NaN: NaN
-	VBLENDVPS Y5, Y0, Y6, Y6
+exploop:
+	VMOVUPS (SI), Y0
+	EXP
 	VMOVUPS Y6, (DI)
 	ADDQ    $32, SI
 	ADDQ    $32, DI
 	DECQ    CX
-	JNZ     loop
+	JNZ     exploop
 
-done:
+expdone:
+	VZEROUPPER
+	RET
+
+// func logisticAVX2(o, x []float32): o = 1/(1+e) where x >= 0 and e/(1+e) where x < 0 (the sign bit set), with
+// e = e^-|x|, over len(x) &^ 7 elements.
+TEXT ·logisticAVX2(SB), NOSPLIT, $0-48
+	MOVQ o_base+0(FP), DI
+	MOVQ x_base+24(FP), SI
+	MOVQ x_len+32(FP), CX
+	SHRQ $3, CX
+	JZ   logdone
+	EXPCONST
+
+logloop:
+	VBROADCASTSS expConst<>+0x3c(SB), Y1
+	VMOVUPS (SI), Y0
+	VORPS   Y1, Y0, Y0         // -|x|
+	EXP                        // Y6 = e
+	VADDPS  Y15, Y6, Y2        // 1 + e
+	VDIVPS  Y2, Y15, Y3        // 1/(1+e)
+	VDIVPS  Y2, Y6, Y4         // e/(1+e)
+	VMOVUPS (SI), Y0
+	VBLENDVPS Y0, Y4, Y3, Y3   // by x's sign bit
+	VMOVUPS Y3, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     logloop
+
+logdone:
 	VZEROUPPER
 	RET
 

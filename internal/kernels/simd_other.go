@@ -4,8 +4,9 @@ package kernels
 
 const haveAVX2 = false
 
-func expAVX2(o, x []float32)    { panic("AVX2 kernel without amd64") }
-func addAVX2(o, a, b []float32) { panic("AVX2 kernel without amd64") }
-func subAVX2(o, a, b []float32) { panic("AVX2 kernel without amd64") }
-func mulAVX2(o, a, b []float32) { panic("AVX2 kernel without amd64") }
-func divAVX2(o, a, b []float32) { panic("AVX2 kernel without amd64") }
+func expAVX2(o, x []float32)      { panic("AVX2 kernel without amd64") }
+func logisticAVX2(o, x []float32) { panic("AVX2 kernel without amd64") }
+func addAVX2(o, a, b []float32)   { panic("AVX2 kernel without amd64") }
+func subAVX2(o, a, b []float32)   { panic("AVX2 kernel without amd64") }
+func mulAVX2(o, a, b []float32)   { panic("AVX2 kernel without amd64") }
+func divAVX2(o, a, b []float32)   { panic("AVX2 kernel without amd64") }
