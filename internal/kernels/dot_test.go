@@ -25,7 +25,7 @@ func requireOpenBLAS(t testing.TB) *Lib {
 	return lib
 }
 
-func fill(n int, seed float64) []float32 {
+func fillSin(n int, seed float64) []float32 {
 	x := make([]float32, n)
 	for i := range x {
 		x[i] = float32(math.Sin(float64(i)*0.37+seed)) + 0.1
@@ -36,7 +36,7 @@ func fill(n int, seed float64) []float32 {
 func TestSgemm(t *testing.T) {
 	lib := requireOpenBLAS(t)
 	m, n, k := 5, 7, 3
-	a, b := fill(m*k, 0.1), fill(k*n, 0.7)
+	a, b := fillSin(m*k, 0.1), fillSin(k*n, 0.7)
 	for _, tc := range []struct{ transA, transB bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
 		at := func(i, p int) float32 { // a[i][p]
 			if tc.transA {
@@ -57,7 +57,7 @@ func TestSgemm(t *testing.T) {
 		if tc.transB {
 			ldb = k
 		}
-		c := fill(m*n, 3) // overwritten
+		c := fillSin(m*n, 3) // overwritten
 		lib.Sgemm(tc.transA, tc.transB, m, n, k, a, lda, b, ldb, c)
 		for i := range m {
 			for j := range n {
@@ -196,7 +196,7 @@ func TestDotGeneral(t *testing.T) {
 				}
 				return s
 			}
-			lhs, rhs := fill(n(c.lhs), 0.1), fill(n(c.rhs), 0.7)
+			lhs, rhs := fillSin(n(c.lhs), 0.1), fillSin(n(c.rhs), 0.7)
 			want := einsum(lhs, c.lhs, c.lc, c.lb, rhs, c.rhs, c.rc, c.rb)
 			exec, err := graph.NewExec(backend, func(l, r *graph.Node) *graph.Node {
 				return graph.DotGeneral(l, c.lc, c.lb, r, c.rc, c.rb)

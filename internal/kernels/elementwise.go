@@ -319,6 +319,10 @@ func copyStrided[T any](o, x []T, dims, s []int) {
 			case 1:
 				copy(r, x[off[1]:off[1]+w])
 			case 0:
+				if f, ok := any(r).([]float32); ok {
+					fill(f, any(x[off[1]]).(float32))
+					break
+				}
 				v := x[off[1]]
 				for i := range r {
 					r[i] = v

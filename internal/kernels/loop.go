@@ -184,6 +184,10 @@ func row[T any](x []T, off, n, stride int, scratch *[]T) []T {
 	}
 	s := (*scratch)[:n]
 	if stride == 0 {
+		if f, ok := any(s).([]float32); ok {
+			fill(f, any(x[off]).(float32))
+			return s
+		}
 		v := x[off]
 		for i := range s {
 			s[i] = v
@@ -194,4 +198,16 @@ func row[T any](x []T, off, n, stride int, scratch *[]T) []T {
 		s[i] = x[off+i*stride]
 	}
 	return s
+}
+
+// fill sets every element of o to v.
+func fill(o []float32, v float32) {
+	i := 0
+	if haveAVX2 {
+		i = len(o) &^ 7
+		fillAVX2(o[:i], v)
+	}
+	for ; i < len(o); i++ {
+		o[i] = v
+	}
 }

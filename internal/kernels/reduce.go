@@ -71,9 +71,14 @@ func reduce(op backends.OpType) executor {
 	}
 }
 
-// sumRow returns acc plus the sum of x, added in four interleaved partial sums.
+// sumRow returns acc plus the sum of x, added in interleaved partial sums (32 with AVX2, 4 without).
 func sumRow(acc float32, x []float32) float32 {
 	var s0, s1, s2, s3 float32
+	if haveAVX2 {
+		n := len(x) &^ 31
+		s0 = sumAVX2(x[:n])
+		x = x[n:]
+	}
 	i := 0
 	for ; i+4 <= len(x); i += 4 {
 		s0 += x[i]
@@ -103,12 +108,7 @@ func maxOfRow(acc float32, x []float32) float32 {
 	return max(max(m0, m1), max(m2, m3))
 }
 
-func addInto(o, x []float32) {
-	x = x[:len(o)]
-	for i := range o {
-		o[i] += x[i]
-	}
-}
+func addInto(o, x []float32) { addRow(o, o, x) }
 
 func maxInto(o, x []float32) {
 	x = x[:len(o)]

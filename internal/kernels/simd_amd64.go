@@ -31,3 +31,13 @@ func mulAVX2(o, a, b []float32)
 
 //go:noescape
 func divAVX2(o, a, b []float32)
+
+// fillAVX2 sets o[i] = v for the first len(o) &^ 7 elements.
+//
+//go:noescape
+func fillAVX2(o []float32, v float32)
+
+// sumAVX2 returns the sum of the first len(x) &^ 31 elements of x, added in 32 interleaved partial sums.
+//
+//go:noescape
+func sumAVX2(x []float32) float32

@@ -146,3 +146,53 @@ BINARY(·addAVX2, VADDPS)
 BINARY(·subAVX2, VSUBPS)
 BINARY(·mulAVX2, VMULPS)
 BINARY(·divAVX2, VDIVPS)
+
+// func fillAVX2(o []float32, v float32): o[i] = v over len(o) &^ 7 elements.
+TEXT ·fillAVX2(SB), NOSPLIT, $0-28
+	MOVQ o_base+0(FP), DI
+	MOVQ o_len+8(FP), CX
+	VBROADCASTSS v+24(FP), Y0
+	SHRQ $3, CX
+	JZ   filldone
+
+fillloop:
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     fillloop
+
+filldone:
+	VZEROUPPER
+	RET
+
+// func sumAVX2(x []float32) float32: the sum of x's first len(x) &^ 31 elements, in 32 interleaved partial sums.
+TEXT ·sumAVX2(SB), NOSPLIT, $0-28
+	MOVQ   x_base+0(FP), SI
+	MOVQ   x_len+8(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	SHRQ   $5, CX
+	JZ     sumfold
+
+sumloop:
+	VADDPS (SI), Y0, Y0
+	VADDPS 32(SI), Y1, Y1
+	VADDPS 64(SI), Y2, Y2
+	VADDPS 96(SI), Y3, Y3
+	ADDQ   $128, SI
+	DECQ   CX
+	JNZ    sumloop
+
+sumfold:
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	MOVSS        X0, ret+24(FP)
+	VZEROUPPER
+	RET
