@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"os"
+	"runtime"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
@@ -34,7 +35,7 @@ func NewBackend(config string) (backends.Backend, error) {
 	if config == "" {
 		config = DefaultBackendConfig
 	}
-	kernels.Install() //nolint:errcheck // without OpenBLAS simplego keeps its own matmul; MatmulEngine says which
+	kernels.Install() //nolint:errcheck // on failure simplego keeps its own executors; MatmulEngine and ElementwiseEngine say which run
 	b, err := simplego.New(config)
 	if err != nil {
 		return nil, fmt.Errorf("simplego backend %q: %w", config, err)
@@ -49,5 +50,17 @@ func MatmulEngine() string {
 	if err != nil {
 		return fmt.Sprintf("simplego Go kernel (%v)", err)
 	}
-	return fmt.Sprintf("OpenBLAS %s (%d threads)", lib.Path, lib.Threads())
+	return fmt.Sprintf("OpenBLAS %s (one thread per call, calls split across %d cores)", lib.Path, runtime.GOMAXPROCS(0))
+}
+
+// ElementwiseEngine says what runs the float32 elementwise ops, reductions and transposes of NewBackend's
+// backends: internal/kernels' Go kernels (with AVX2 or scalar), or simplego's own executors and why.
+func ElementwiseEngine() string {
+	if err := kernels.Install(); err != nil {
+		return fmt.Sprintf("simplego (%v)", err)
+	}
+	if kernels.AVX2() {
+		return "Go kernels, AVX2"
+	}
+	return "Go kernels, scalar (no AVX2 and FMA on this CPU)"
 }

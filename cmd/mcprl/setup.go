@@ -89,7 +89,7 @@ func load(ctx context.Context, modelDir, tasksPath, fixturesDir, dsn string, war
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(warn, "matmul: %s\n", model.MatmulEngine())
+	fmt.Fprintf(warn, "matmul: %s; elementwise: %s\n", model.MatmulEngine(), model.ElementwiseEngine())
 	w := &workspace{modelDir: modelDir, factories: map[string]*sandbox.Factory{}}
 	if w.model, err = model.Load(backend, modelDir); err != nil {
 		return nil, err

@@ -194,3 +194,6 @@ func SetGoKernels(on bool) bool {
 	}
 	return true
 }
+
+// AVX2 reports whether the Go kernels run their AVX2 assembly (the CPU has AVX2 and FMA) rather than scalar Go.
+func AVX2() bool { return haveAVX2 }

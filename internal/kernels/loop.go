@@ -61,7 +61,7 @@ const maxBlock = 2048
 func (p plan) inner() int       { return p.dims[len(p.dims)-1] }
 func (p plan) stride(k int) int { return p.strides[k][len(p.dims)-1] }
 
-// blocks is the number of work units of rows up to block elements long: the unit of parallel work.
+// units is the number of work units (stretches of rows up to block elements long): the unit of parallel work.
 func (p plan) units(block int) int {
 	n := (p.inner() + block - 1) / block
 	for _, d := range p.dims[:len(p.dims)-1] {
