@@ -126,7 +126,13 @@ func values(n int, seed float64) []float32 {
 // TestGoKernelsMatchSimplego runs each op on simplego with the Go kernels and with simplego's own executors, on
 // the same inputs, and requires the same results: bit for bit, or within tol for the ops whose arithmetic
 // differs (exp's float32 polynomial, sums added in another order). NaNs must match NaNs.
-func TestGoKernelsMatchSimplego(t *testing.T) {
+func TestGoKernelsMatchSimplego(t *testing.T) { testGoKernelsMatchSimplego(t) }
+
+// TestScalarGoKernelsMatchSimplego is TestGoKernelsMatchSimplego with the AVX2 kernels switched off: the scalar
+// Go that other CPUs run.
+func TestScalarGoKernelsMatchSimplego(t *testing.T) { withoutAVX2(func() { testGoKernelsMatchSimplego(t) }) }
+
+func testGoKernelsMatchSimplego(t *testing.T) {
 	if err := Install(); err != nil {
 		t.Fatal(err)
 	}
@@ -217,10 +223,13 @@ func TestExp(t *testing.T) {
 	expRow(vec, xs)
 	inPlace := append([]float32(nil), xs...)
 	expRow(inPlace, inPlace)
+	scalar := make([]float32, len(xs))
+	withoutAVX2(func() { expRow(scalar, xs) })
 	for name, f := range map[string]func(i int) float32{
 		"exp32":           func(i int) float32 { return exp32(xs[i]) },
 		"expRow":          func(i int) float32 { return vec[i] },
 		"expRow in place": func(i int) float32 { return inPlace[i] },
+		"expRow scalar":   func(i int) float32 { return scalar[i] },
 	} {
 		worst := 0.0
 		for i, x := range xs {
