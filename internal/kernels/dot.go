@@ -70,6 +70,19 @@ func readParams(n *simplego.Node) (p dotParams, err error) {
 	return p, nil
 }
 
+// params returns readParams(n), read once per node: a compiled graph runs its nodes many times (a decoding
+// step runs every token), and reflection cost microseconds per call.
+func (l *Lib) params(n *simplego.Node) (dotParams, error) {
+	if p, ok := l.paramsByNode.Load(n); ok {
+		return p.(dotParams), nil
+	}
+	p, err := readParams(n)
+	if err == nil {
+		l.paramsByNode.Store(n, p)
+	}
+	return p, err
+}
+
 // dotGeneral is the simplego executor: output [batch, lhsCross, rhsCross] = Σ_contract lhs·rhs, per batch one
 // cblas_sgemm on the operands as they lie in memory (transposed flags), or after one transposition into
 // [batch, cross, contract] when their axes are interleaved.
@@ -79,7 +92,7 @@ func (l *Lib) dotGeneral(b *simplego.Backend, n *simplego.Node, inputs []*simple
 	if !ok1 || !ok2 {
 		return simplegos[backends.OpTypeDotGeneral](b, n, inputs, owned)
 	}
-	p, err := readParams(n)
+	p, err := l.params(n)
 	if err != nil || p.lhsCross*p.rhsCross*p.contract < MinWork ||
 		len(lhs) != p.batch*p.lhsCross*p.contract || len(rhs) != p.batch*p.rhsCross*p.contract {
 		return simplegos[backends.OpTypeDotGeneral](b, n, inputs, owned)
@@ -99,23 +112,38 @@ func (l *Lib) dotGeneral(b *simplego.Backend, n *simplego.Node, inputs []*simple
 		ldb = k
 	}
 	l.calls.Add(1)
-	// OpenBLAS runs single-threaded (see Load): the batch, or else the rows of the output, are split across
-	// cores here.
-	mparts := max(1, runtime.GOMAXPROCS(0)/p.batch)
-	parallel(p.batch*mparts, m*nn*k/mparts, func(lo, hi int) {
+	// OpenBLAS runs single-threaded (see Load): the batch is split across cores here, and where there are fewer
+	// batch elements than cores, each product is split too, by its longer side (decoding multiplies 8 rows by
+	// hundreds of columns).
+	parts := max(1, runtime.GOMAXPROCS(0)/p.batch)
+	byRows := m >= nn
+	side := nn
+	if byRows {
+		side = m
+	}
+	parallel(p.batch*parts, m*nn*k/parts, func(lo, hi int) {
 		for u := lo; u < hi; u++ {
-			i, j := u/mparts, u%mparts
-			r0, r1 := j*m/mparts, (j+1)*m/mparts
-			if r0 == r1 {
+			i, j := u/parts, u%parts
+			s0, s1 := j*side/parts, (j+1)*side/parts
+			if s0 == s1 {
 				continue
 			}
-			ai := a[i*m*k : (i+1)*m*k]
-			if aCrossFirst {
-				ai = ai[r0*k:]
-			} else {
-				ai = ai[r0:]
+			ai, bi, ci := a[i*m*k:(i+1)*m*k], bm[i*nn*k:(i+1)*nn*k], c[i*m*nn:(i+1)*m*nn]
+			if byRows { // rows s0..s1 of a and c
+				if aCrossFirst {
+					ai = ai[s0*k:]
+				} else {
+					ai = ai[s0:]
+				}
+				l.sgemmLD(!aCrossFirst, bCrossFirst, s1-s0, nn, k, ai, lda, bi, ldb, ci[s0*nn:], nn)
+			} else { // columns s0..s1 of b and c
+				if bCrossFirst {
+					bi = bi[s0*k:]
+				} else {
+					bi = bi[s0:]
+				}
+				l.sgemmLD(!aCrossFirst, bCrossFirst, m, s1-s0, k, ai, lda, bi, ldb, ci[s0:], nn)
 			}
-			l.Sgemm(!aCrossFirst, bCrossFirst, r1-r0, nn, k, ai, lda, bm[i*nn*k:(i+1)*nn*k], ldb, c[i*m*nn+r0*nn:i*m*nn+r1*nn])
 		}
 	})
 	return out, nil

@@ -165,8 +165,9 @@ func einsum(lhs []float32, ld []int, lc, lb []int, rhs []float32, rd []int, rc, 
 }
 
 // TestDotGeneral: simplego with the OpenBLAS executor equals a float64 reference on every axis layout that takes
-// a different path (in place, transposed flags, transposition, batch axes not in front, two contracting axes),
-// below MinWork (simplego's own kernel) and in float64 (simplego's own kernel).
+// a different path (in place, transposed flags, transposition, batch axes not in front, two contracting axes,
+// split by rows or by columns across cores), below MinWork (simplego's own kernel) and in float64 (simplego's
+// own kernel).
 func TestDotGeneral(t *testing.T) {
 	lib := requireOpenBLAS(t)
 	backend, err := simplego.New("ops_sequential")
@@ -180,6 +181,7 @@ func TestDotGeneral(t *testing.T) {
 		lc, lb, rc, rb []int
 	}{
 		{"linear [B,T,in]x[out,in]", []int{2, 48, 64}, []int{96, 64}, []int{2}, nil, []int{1}, nil},
+		{"decoding [B,in]x[out,in], split by columns", []int{8, 256}, []int{704, 256}, []int{1}, nil, []int{1}, nil},
 		{"[M,K]x[K,N]", []int{64, 80}, []int{80, 72}, []int{1}, nil, []int{0}, nil},
 		{"[K,M]x[K,N]", []int{80, 64}, []int{80, 72}, []int{0}, nil, []int{0}, nil},
 		{"attention [B,H,T,d]x[B,H,S,d]", []int{2, 3, 40, 32}, []int{2, 3, 48, 32}, []int{3}, []int{0, 1}, []int{3}, []int{0, 1}},

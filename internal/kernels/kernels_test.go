@@ -130,7 +130,9 @@ func TestGoKernelsMatchSimplego(t *testing.T) { testGoKernelsMatchSimplego(t) }
 
 // TestScalarGoKernelsMatchSimplego is TestGoKernelsMatchSimplego with the AVX2 kernels switched off: the scalar
 // Go that other CPUs run.
-func TestScalarGoKernelsMatchSimplego(t *testing.T) { withoutAVX2(func() { testGoKernelsMatchSimplego(t) }) }
+func TestScalarGoKernelsMatchSimplego(t *testing.T) {
+	withoutAVX2(func() { testGoKernelsMatchSimplego(t) })
+}
 
 func testGoKernelsMatchSimplego(t *testing.T) {
 	if err := Install(); err != nil {

@@ -45,6 +45,8 @@ type Lib struct {
 		b unsafe.Pointer, ldb int32, beta float32, c unsafe.Pointer, ldc int32)
 	threads func() int32
 	calls   atomic.Int64
+	// paramsByNode caches each DotGeneral node's axes (keys are *simplego.Node).
+	paramsByNode sync.Map
 }
 
 var (
@@ -111,11 +113,18 @@ func (l *Lib) Calls() int64 { return l.calls.Load() }
 // Sgemm computes c = a·b (row-major), where a is m x k (k x m when transA) and b is k x n (n x k when transB),
 // with leading dimensions lda, ldb and n for c. c's previous contents are overwritten.
 func (l *Lib) Sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32) {
+	l.sgemmLD(transA, transB, m, n, k, a, lda, b, ldb, c, n)
+}
+
+// sgemmLD is Sgemm with c's leading dimension ldc (>= n): c may be a block of columns of a wider matrix.
+func (l *Lib) sgemmLD(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
 	if m == 0 || n == 0 {
 		return
 	}
 	if k == 0 {
-		clear(c[:m*n])
+		for i := range m {
+			clear(c[i*ldc : i*ldc+n])
+		}
 		return
 	}
 	ta, tb := int32(cblasNoTrans), int32(cblasNoTrans)
@@ -128,9 +137,9 @@ func (l *Lib) Sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b []
 	// Bounds checks that also keep the pointers below valid.
 	_ = a[lastIndex(transA, m, k, lda)]
 	_ = b[lastIndex(transB, k, n, ldb)]
-	_ = c[m*n-1]
+	_ = c[(m-1)*ldc+n-1]
 	l.sgemm(cblasRowMajor, ta, tb, int32(m), int32(n), int32(k), 1, unsafe.Pointer(&a[0]), int32(lda),
-		unsafe.Pointer(&b[0]), int32(ldb), 0, unsafe.Pointer(&c[0]), int32(n))
+		unsafe.Pointer(&b[0]), int32(ldb), 0, unsafe.Pointer(&c[0]), int32(ldc))
 }
 
 // lastIndex is the index of the last element a rows x cols operand (stored transposed when trans) reads.
