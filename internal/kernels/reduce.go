@@ -18,7 +18,7 @@ func reduce(op backends.OpType) executor {
 			return simplegoExec(op, b, n, inputs, owned)
 		}
 		// The output's stride on each operand axis: 0 on the reduced axes.
-		os := make([]int, len(id))
+		outStrides := make([]int, len(id))
 		reduced := make([]bool, len(id))
 		for _, a := range axes {
 			reduced[a] = true
@@ -26,7 +26,7 @@ func reduce(op backends.OpType) executor {
 		stride := 1
 		for a := len(id) - 1; a >= 0; a-- {
 			if !reduced[a] {
-				os[a] = stride
+				outStrides[a] = stride
 				stride *= id[a]
 			}
 		}
@@ -44,7 +44,7 @@ func reduce(op backends.OpType) executor {
 		for i := range o {
 			o[i] = init
 		}
-		p := makePlan(id, rowMajor(id), os)
+		p := makePlan(id, rowMajor(id), outStrides)
 		// Work units write distinct outputs (and can run concurrently) when no outer axis is reduced and a row
 		// folded into one output is not split.
 		block := min(p.inner(), maxBlock)
@@ -62,9 +62,10 @@ func reduce(op backends.OpType) executor {
 		for _, s := range p.strides[1][:len(p.dims)-1] {
 			independent = independent && s != 0
 		}
-		if independent {
+		switch {
+		case independent:
 			parallel(p.units(block), block, run)
-		} else {
+		default:
 			run(0, p.units(block))
 		}
 		return out, nil
