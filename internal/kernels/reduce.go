@@ -62,10 +62,9 @@ func reduce(op backends.OpType) executor {
 		for _, s := range p.strides[1][:len(p.dims)-1] {
 			independent = independent && s != 0
 		}
-		switch {
-		case independent:
+		if independent {
 			parallel(p.units(block), block, run)
-		default:
+		} else {
 			run(0, p.units(block))
 		}
 		return out, nil
