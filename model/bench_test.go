@@ -28,7 +28,8 @@ import (
 // with forward + backward + AdamW, and its achieved FLOP/s as a ratio of the machine's float32 matmul ceiling,
 // measured in the same run by OpenBLAS's cblas_sgemm (testdata/sgemm/sgemm.c, needs gcc and libopenblas-dev) on
 // the model's own matmul shapes, and against the same step with internal/kernels' Go elementwise kernels
-// switched off (simplego's own ops) and with everything switched off (stock simplego), three steps each. BenchmarkSampling reports new tokens/s at batch 8 with the KV cache and without.
+// switched off (simplego's own ops) and with everything switched off (stock simplego), three steps each.
+// BenchmarkSampling reports new tokens/s at batch 8 with the KV cache and without.
 
 // benchConfig is the embedded default's shape with the reduced tokenizer's vocabulary.
 func benchConfig() *Config { return TinyConfig(2048, 1, 2) }

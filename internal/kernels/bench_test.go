@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomlx/gomlx/backends/simplego"
 	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 )
@@ -74,14 +73,7 @@ func BenchmarkRows(b *testing.B) {
 }
 
 func BenchmarkOps(b *testing.B) {
-	if err := Install(); err != nil {
-		b.Fatal(err)
-	}
-	backend, err := simplego.New("ops_sequential")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer backend.Finalize()
+	backend := newBackend(b)
 	ops := []struct {
 		name   string
 		inputs [][]int

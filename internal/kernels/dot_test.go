@@ -5,7 +5,6 @@ import (
 	"os"
 	"testing"
 
-	"github.com/gomlx/gomlx/backends/simplego"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
@@ -170,11 +169,7 @@ func einsum(lhs []float32, ld []int, lc, lb []int, rhs []float32, rd []int, rc, 
 // own kernel).
 func TestDotGeneral(t *testing.T) {
 	lib := requireOpenBLAS(t)
-	backend, err := simplego.New("ops_sequential")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer backend.Finalize()
+	backend := newBackend(t)
 	cases := []struct {
 		name           string
 		lhs, rhs       []int

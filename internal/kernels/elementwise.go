@@ -46,20 +46,9 @@ func binary(op backends.OpType, kernel func(o, a, b []float32)) executor {
 		if !ok1 || !ok2 {
 			return simplegoExec(op, b, n, inputs, owned)
 		}
-		var (
-			out *simplego.Buffer
-			o   []float32
-			err error
-		)
-		switch {
-		case owned[1] && slices.Equal(rd, dims):
-			out, o, inputs[1] = inputs[1], rhs, nil
-		case owned[0] && slices.Equal(ld, dims):
-			out, o, inputs[0] = inputs[0], lhs, nil
-		default:
-			if out, o, err = newFloat32(b, shape); err != nil {
-				return nil, fmt.Errorf("%s: %w", op, err)
-			}
+		out, o, err := outputFor(b, shape, inputs, owned, 1, 0)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
 		}
 		p := makePlan(dims, rowMajor(dims), ls, rs)
 		block, as, bs := min(p.inner(), maxBlock), p.stride(1), p.stride(2)
@@ -135,6 +124,23 @@ func minRow(o, a, b []float32) {
 	}
 }
 
+// outputFor returns the buffer an elementwise op writes its float32 output of shape into: the first of the
+// inputs at candidates (in order) that the op owns and that has the output's shape, taken over (its inputs entry
+// set to nil, as simplego expects), or else a new buffer.
+func outputFor(b *simplego.Backend, shape shapes.Shape, inputs []*simplego.Buffer, owned []bool, candidates ...int) (*simplego.Buffer, []float32, error) {
+	for _, i := range candidates {
+		if !owned[i] {
+			continue
+		}
+		if data, dims, ok := float32s(inputs[i]); ok && slices.Equal(dims, shape.Dimensions) {
+			out := inputs[i]
+			inputs[i] = nil
+			return out, data, nil
+		}
+	}
+	return newFloat32(b, shape)
+}
+
 // unary returns the executor of an elementwise unary op whose kernel computes o[i] = f(a[i]), in place when
 // the input is the op's to take.
 func unary(op backends.OpType, kernel func(o, a []float32)) executor {
@@ -208,20 +214,9 @@ func execWhere(b *simplego.Backend, n *simplego.Node, inputs []*simplego.Buffer,
 	if !okc || !ok1 || !ok2 {
 		return simplegoExec(backends.OpTypeWhere, b, n, inputs, owned)
 	}
-	var (
-		out *simplego.Buffer
-		o   []float32
-		err error
-	)
-	switch {
-	case owned[1] && slices.Equal(td, dims):
-		out, o, inputs[1] = inputs[1], onTrue, nil
-	case owned[2] && slices.Equal(fd, dims):
-		out, o, inputs[2] = inputs[2], onFalse, nil
-	default:
-		if out, o, err = newFloat32(b, shape); err != nil {
-			return nil, fmt.Errorf("Where: %w", err)
-		}
+	out, o, err := outputFor(b, shape, inputs, owned, 1, 2)
+	if err != nil {
+		return nil, fmt.Errorf("Where: %w", err)
 	}
 	p := makePlan(dims, rowMajor(dims), cs, ts, fs)
 	block := min(p.inner(), maxBlock)

@@ -20,6 +20,20 @@ func size(dims []int) int {
 	return n
 }
 
+// newBackend installs the kernels and returns a sequential simplego backend, finalized when the test ends.
+func newBackend(t testing.TB) *simplego.Backend {
+	t.Helper()
+	if err := Install(); err != nil {
+		t.Fatal(err)
+	}
+	backend, err := simplego.New("ops_sequential")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(backend.Finalize)
+	return backend.(*simplego.Backend)
+}
+
 // opCase is a graph over float32 inputs of the given shapes; tol is the allowed relative difference from
 // simplego's own executors (0: bit-identical).
 type opCase struct {
@@ -135,14 +149,7 @@ func TestScalarGoKernelsMatchSimplego(t *testing.T) {
 }
 
 func testGoKernelsMatchSimplego(t *testing.T) {
-	if err := Install(); err != nil {
-		t.Fatal(err)
-	}
-	backend, err := simplego.New("ops_sequential")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer backend.Finalize()
+	backend := newBackend(t)
 	for _, c := range opCases() {
 		t.Run(c.name, func(t *testing.T) {
 			exec, err := graph.NewExec(backend, func(in []*graph.Node) *graph.Node { return c.fn(in) })
@@ -192,14 +199,7 @@ func testGoKernelsMatchSimplego(t *testing.T) {
 
 // TestGoKernelsHandBack: what the kernels do not cover (float64) still runs, on simplego's executors.
 func TestGoKernelsHandBack(t *testing.T) {
-	if err := Install(); err != nil {
-		t.Fatal(err)
-	}
-	backend, err := simplego.New("ops_sequential")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer backend.Finalize()
+	backend := newBackend(t)
 	before := handedBack.Load()
 	got := graph.MustExecOnce(backend, func(x *graph.Node) *graph.Node {
 		return graph.ReduceSum(graph.Exp(graph.Add(x, x)), 0)

@@ -43,8 +43,7 @@ type Lib struct {
 	Path  string // the shared library that was loaded
 	sgemm func(order, transA, transB, m, n, k int32, alpha float32, a unsafe.Pointer, lda int32,
 		b unsafe.Pointer, ldb int32, beta float32, c unsafe.Pointer, ldc int32)
-	threads func() int32
-	calls   atomic.Int64
+	calls atomic.Int64
 	// paramsByNode caches each DotGeneral node's axes (keys are *simplego.Node).
 	paramsByNode sync.Map
 }
@@ -82,9 +81,6 @@ func load() (*Lib, error) {
 		}
 		lib := &Lib{Path: name}
 		purego.RegisterLibFunc(&lib.sgemm, h, "cblas_sgemm")
-		if _, err := purego.Dlsym(h, "openblas_get_num_threads"); err == nil {
-			purego.RegisterLibFunc(&lib.threads, h, "openblas_get_num_threads")
-		}
 		// One thread per call: this package splits a DotGeneral across cores itself. OpenBLAS's own worker
 		// threads keep spinning for a while after each call, and took the cores from the Go kernels that run
 		// between matmuls (elementwise ops ran 1.5-1.8x slower behind them).
@@ -96,15 +92,6 @@ func load() (*Lib, error) {
 		return lib, nil
 	}
 	return nil, fmt.Errorf("load OpenBLAS (apt-get install libopenblas0): %w", errors.Join(errs...))
-}
-
-// Threads reports how many threads one OpenBLAS call uses (1 once loaded, where the library lets it be set; 0
-// when the library does not say).
-func (l *Lib) Threads() int {
-	if l.threads == nil {
-		return 0
-	}
-	return int(l.threads())
 }
 
 // Calls reports how many DotGenerals this library has run for simplego since Install.
