@@ -1,0 +1,16 @@
+// Package gguf reads GGUF files, the model format of llama.cpp and ggml
+// (https://github.com/ggml-org/ggml/blob/master/docs/gguf.md): a header, typed
+// key-value metadata (hyperparameters, the tokenizer, the chat template),
+// tensor infos, and tensor data, aligned, in ggml's block layouts.
+//
+// Open reads the header, metadata and tensor infos and checks, before any
+// tensor buffer is allocated, that every tensor lies inside the file, so a
+// truncated download is reported as one. Float32 returns a tensor's values
+// dequantized to float32: F32, F16, BF16, Q8_0, Q4_0 and Q4_1 are supported,
+// bit for bit as the gguf Python package (gguf-py) dequantizes them; any other
+// ggml type is an error that names it and the tensor.
+//
+// The format's vocabulary (value types, tensor types and their block sizes,
+// the magic and alignment) lives in format.go, apart from the reader, so that
+// a writer can share it.
+package gguf
