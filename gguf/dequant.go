@@ -25,7 +25,9 @@ type dequantizer struct {
 var dequantizers = []dequantizer{
 	{F32, func(dst []float32, src []byte) { dst[0] = math.Float32frombits(binary.LittleEndian.Uint32(src)) }},
 	{F16, func(dst []float32, src []byte) { dst[0] = f16(src) }},
-	{BF16, func(dst []float32, src []byte) { dst[0] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(src)) << 16) }},
+	{BF16, func(dst []float32, src []byte) {
+		dst[0] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(src)) << 16)
+	}},
 	{Q8_0, dequantQ8_0},
 	{Q4_0, dequantQ4_0},
 	{Q4_1, dequantQ4_1},
