@@ -7,7 +7,7 @@
 // rates, mean turns and self-correction rate, overall and per category.
 //
 // The policy is anything that implements policy.Policy: a model
-// (policy.Model), or a scripted replay of each task's golden trajectory
+// (model.Policy), or a scripted replay of each task's golden trajectory
 // (Golden), which is the upper bound a careful agent reaches and a check
 // that a task set's assertions hold.
 package eval
@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/policy"
 	"github.com/mcprl/mcprl/reward"
@@ -60,7 +61,7 @@ func (c Config) k() int {
 	return c.K
 }
 
-// SessionCapacity is the KV-cache size a policy.Model needs for one batch
+// SessionCapacity is the KV-cache size a model.Policy needs for one batch
 // under c whose longest prompt has promptLen tokens: the prompt chunk, then
 // per turn its sampled tokens and its observation chunk (the GRPO trainer's
 // bound).
@@ -87,7 +88,7 @@ func (s *sized) NewBatch(ctx context.Context, prompts [][]int32, opts policy.Sam
 	for _, p := range prompts {
 		longest = max(longest, len(p))
 	}
-	return (&policy.Model{M: s.m, Capacity: s.cfg.SessionCapacity(longest)}).NewBatch(ctx, prompts, opts)
+	return (&model.Policy{M: s.m, Capacity: s.cfg.SessionCapacity(longest)}).NewBatch(ctx, prompts, opts)
 }
 
 // PolicyFor returns the policy that samples one batch, in which tasks[j]
@@ -123,7 +124,7 @@ func Scripted(tok *tokenizer.Tokenizer, turns func(*task.Task) ([]string, error)
 				scripts = append(scripts, script)
 			}
 		}
-		return &policy.Replay{Scripts: scripts}, nil
+		return &rollout.Script{Scripts: scripts}, nil
 	}
 }
 
@@ -161,7 +162,7 @@ type Sample struct {
 	Task *task.Task
 	// Index is the sample's number among its task's n (0-based).
 	Index      int
-	Trajectory *rollout.Trajectory
+	Trajectory *chat.Trajectory
 	// Catalog names the tools the agent was offered.
 	Catalog []string
 	// Assertions is the task's ground_truth_assertions score (the share that
@@ -242,7 +243,7 @@ func (e *Evaluator) batch(ctx context.Context, tasks []task.Task, b int64) ([]*S
 	opts := cfg.Sample
 	opts.Seed = cfg.Sample.Seed*1_000_003 + b
 	var mu sync.Mutex
-	scores := map[*rollout.Trajectory]scored{}
+	scores := map[*chat.Trajectory]scored{}
 	r := &rollout.Runner{
 		Policy:    pol,
 		Tokenizer: e.Tokenizer,
@@ -254,8 +255,8 @@ func (e *Evaluator) batch(ctx context.Context, tasks []task.Task, b int64) ([]*S
 			MaxToolCallingIterations: cfg.MaxToolCallingIterations,
 			Sample:                   opts,
 		},
-		Finish: func(ctx context.Context, tr *rollout.Trajectory, sb *sandbox.Sandbox) error {
-			in := &reward.Input{Task: tr.Task, Trajectory: tr, Sandbox: sb}
+		Finish: func(ctx context.Context, tk *task.Task, tr *chat.Trajectory, sb *sandbox.Sandbox) error {
+			in := &reward.Input{Task: tk, Trajectory: tr, Sandbox: sb}
 			var s scored
 			a, err := reward.NewAssertions().Score(ctx, in)
 			if err == nil {

@@ -9,8 +9,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/reward"
-	"github.com/mcprl/mcprl/rollout"
 )
 
 // Rate is a metric that may be undefined (NaN: nothing to measure it on,
@@ -103,7 +103,7 @@ type CallStats struct {
 }
 
 // StatsOf classifies the calls of tr against the catalog.
-func StatsOf(tr *rollout.Trajectory, catalog []string) CallStats {
+func StatsOf(tr *chat.Trajectory, catalog []string) CallStats {
 	var s CallStats
 	if tr == nil {
 		return s
@@ -133,7 +133,7 @@ func StatsOf(tr *rollout.Trajectory, catalog []string) CallStats {
 
 // Empty reports whether a call succeeded with nothing: a query result with
 // no rows and no rows affected, or a result without text.
-func Empty(c rollout.CallResult) bool {
+func Empty(c chat.CallResult) bool {
 	if c.ParseError != "" || c.IsError {
 		return false
 	}

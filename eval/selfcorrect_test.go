@@ -8,9 +8,9 @@ import (
 	"math"
 	"testing"
 
+	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/eval"
 	"github.com/mcprl/mcprl/reward"
-	"github.com/mcprl/mcprl/rollout"
 	"github.com/mcprl/mcprl/task"
 )
 
@@ -150,8 +150,8 @@ func TestSummarizePassAtK(t *testing.T) {
 			v = 1
 		}
 		samples = append(samples,
-			&eval.Sample{Task: a, Index: i, Trajectory: &rollout.Trajectory{}, Assertions: reward.Score{Value: v}},
-			&eval.Sample{Task: b, Index: i, Trajectory: &rollout.Trajectory{}, Assertions: reward.Score{Value: 0.5}})
+			&eval.Sample{Task: a, Index: i, Trajectory: &chat.Trajectory{}, Assertions: reward.Score{Value: v}},
+			&eval.Sample{Task: b, Index: i, Trajectory: &chat.Trajectory{}, Assertions: reward.Score{Value: 0.5}})
 	}
 	rep, err := eval.Summarize(samples, 2)
 	if err != nil {

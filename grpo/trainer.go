@@ -18,6 +18,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/policy"
 	"github.com/mcprl/mcprl/reward"
@@ -49,7 +50,7 @@ type Trainer struct {
 	Progress io.Writer
 	// OnGeneration, when set, sees every generation batch with its rewards
 	// (for inspection and tests).
-	OnGeneration func(step int, trajs []*rollout.Trajectory, rewards []float64)
+	OnGeneration func(step int, trajs []*chat.Trajectory, rewards []float64)
 
 	accumulate, apply, logProbs, refLogProbs *mlctx.Exec
 	vars                                     []*mlctx.Variable
@@ -173,13 +174,13 @@ func (t *Trainer) Train(ctx context.Context, resume bool) error {
 
 // scored is one trajectory with its score from each reward function.
 type scored struct {
-	traj   *rollout.Trajectory
+	traj   *chat.Trajectory
 	scores []float64
 }
 
 // generation is one generation batch, ready for its optimizer steps.
 type generation struct {
-	trajs      []*rollout.Trajectory
+	trajs      []*chat.Trajectory
 	advantages []float64
 	length     int       // padded sequence length (a shape bucket)
 	numItems   float32   // policy-sampled tokens in the whole batch (dapo's normaliser)
@@ -236,7 +237,7 @@ func (t *Trainer) generate(ctx context.Context, st *State) (*generation, error) 
 	}
 	batch.TopUp()
 	groups, _ := batch.Groups()
-	var trajs []*rollout.Trajectory
+	var trajs []*chat.Trajectory
 	perFunc := make([][]float64, len(t.Rewards))
 	for _, grp := range groups {
 		for _, it := range grp {
@@ -325,7 +326,7 @@ func (t *Trainer) nextJobs(st *State, count int) ([]rollout.Job, error) {
 // rollout runs the jobs' trajectories and scores each with every reward
 // function while its sandbox is still open. scores[k][i] is function k's
 // score of trajectory i (NaN when it could not be scored, as TRL's None).
-func (t *Trainer) rollout(ctx context.Context, jobs []rollout.Job, round int64) ([]*rollout.Trajectory, [][]float64, error) {
+func (t *Trainer) rollout(ctx context.Context, jobs []rollout.Job, round int64) ([]*chat.Trajectory, [][]float64, error) {
 	cfg := t.Config
 	// TRL's None: no limit but max_completion_length.
 	iters := math.MaxInt32
@@ -333,9 +334,9 @@ func (t *Trainer) rollout(ctx context.Context, jobs []rollout.Job, round int64) 
 		iters = *cfg.MaxToolCallingIterations
 	}
 	var mu sync.Mutex
-	scored := map[*rollout.Trajectory][]float64{}
+	scored := map[*chat.Trajectory][]float64{}
 	r := &rollout.Runner{
-		Policy:    &policy.Model{M: t.Model, CompletionSlots: completionSlots(cfg, iters)},
+		Policy:    &model.Policy{M: t.Model, CompletionSlots: completionSlots(cfg, iters)},
 		Tokenizer: t.Tokenizer,
 		Template:  t.Template,
 		Config: rollout.Config{
@@ -348,11 +349,11 @@ func (t *Trainer) rollout(ctx context.Context, jobs []rollout.Job, round int64) 
 				Seed: cfg.Seed*1_000_003 + round,
 			},
 		},
-		Finish: func(ctx context.Context, tr *rollout.Trajectory, sb *sandbox.Sandbox) error {
+		Finish: func(ctx context.Context, tk *task.Task, tr *chat.Trajectory, sb *sandbox.Sandbox) error {
 			s := make([]float64, len(t.Rewards))
 			var firstErr error
 			for k, f := range t.Rewards {
-				sc, err := f.Score(ctx, &reward.Input{Task: tr.Task, Trajectory: tr, Sandbox: sb})
+				sc, err := f.Score(ctx, &reward.Input{Task: tk, Trajectory: tr, Sandbox: sb})
 				if err != nil {
 					s[k] = math.NaN()
 					if firstErr == nil {
@@ -395,13 +396,13 @@ func (t *Trainer) rollout(ctx context.Context, jobs []rollout.Job, round int64) 
 // completionSlots sizes the KV cache of a rollout batch after its prompts:
 // the sampled tokens of every turn and an observation chunk per tool round.
 // A batch that still runs out ends the sequences that wanted more as
-// truncated (see policy.Model).
+// truncated (see model.Policy).
 func completionSlots(cfg *Config, iters int) int {
 	return 2*cfg.MaxCompletionLength + min(iters, 8)*model.Bucket(min(cfg.MaxCompletionLength, 512))
 }
 
 // trajectoryMetrics are the completion and tool-use statistics of a batch.
-func trajectoryMetrics(trajs []*rollout.Trajectory) map[string]float64 {
+func trajectoryMetrics(trajs []*chat.Trajectory) map[string]float64 {
 	var length, truncated, calls, failed, parseErr, ended float64
 	for _, tr := range trajs {
 		length += float64(len(tr.Tokens) - tr.PromptLen)

@@ -9,10 +9,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/grpo"
 	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/reward"
-	"github.com/mcprl/mcprl/rollout"
 	"github.com/mcprl/mcprl/sandbox"
 	"github.com/mcprl/mcprl/task"
 	"github.com/mcprl/mcprl/tokenizer"
@@ -84,12 +84,12 @@ func TestTrainerFullQwenTokenizer(t *testing.T) {
 	cfg.LoggingSteps = 1
 	cfg.SaveSteps = 1
 	cfg.LearningRate = 1e-3
-	var gens [][]*rollout.Trajectory
+	var gens [][]*chat.Trajectory
 	tr := &grpo.Trainer{
 		Config: &cfg, Model: m, Tokenizer: tok, Template: tpl, TokenizerDir: "../tokenizer/testdata/qwen2.5",
 		Tasks: tasks, Sandboxes: factories,
 		Rewards: []reward.Func{reward.NewSeed(reward.DefaultSeedConfig())}, Weights: []float64{1},
-		OnGeneration: func(step int, trajs []*rollout.Trajectory, rewards []float64) { gens = append(gens, trajs) },
+		OnGeneration: func(step int, trajs []*chat.Trajectory, rewards []float64) { gens = append(gens, trajs) },
 	}
 	before, _, err := m.Tensor("model.layers.0.mlp.up_proj.weight")
 	if err != nil {

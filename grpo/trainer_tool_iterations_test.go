@@ -13,10 +13,10 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
+	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/grpo"
 	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/reward"
-	"github.com/mcprl/mcprl/rollout"
 	"github.com/mcprl/mcprl/sandbox"
 	"github.com/mcprl/mcprl/task"
 	"github.com/mcprl/mcprl/tokenizer"
@@ -84,11 +84,11 @@ func TestTrainerRunsToolsWithoutIterationLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []*rollout.Trajectory
+	var got []*chat.Trajectory
 	tr := &grpo.Trainer{Config: &gc, Model: m, Tokenizer: tok, Template: tpl,
 		Tasks:     []task.Task{{ID: "t", Task: "How many inactive customers?", Fixture: "customers"}},
 		Sandboxes: map[string]*sandbox.Factory{"customers": f}, Rewards: []reward.Func{seed}, Weights: []float64{1},
-		OnGeneration: func(_ int, trajs []*rollout.Trajectory, _ []float64) {
+		OnGeneration: func(_ int, trajs []*chat.Trajectory, _ []float64) {
 			got = trajs
 			panic(stopAfterGeneration{}) // the optimizer step is not what this test is about
 		}}

@@ -14,8 +14,7 @@ import (
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/vm"
-
-	"github.com/mcprl/mcprl/rollout"
+	"github.com/mcprl/mcprl/chat"
 )
 
 // The tools whose results the assertions read.
@@ -73,7 +72,7 @@ type Facts struct {
 }
 
 // FactsOf gathers the facts of a trajectory.
-func FactsOf(t *rollout.Trajectory) Facts {
+func FactsOf(t *chat.Trajectory) Facts {
 	f := Facts{}
 	if t == nil {
 		f.Called = func(string) bool { return false }
@@ -113,7 +112,7 @@ var exitCodeText = regexp.MustCompile(`exit code (-?\d+)\s*$`)
 
 // exitCode reads a run_linter observation's exit code: the structured
 // "exit_code", else the text's closing "exit code N".
-func exitCode(c rollout.CallResult) (int, bool) {
+func exitCode(c chat.CallResult) (int, bool) {
 	if c.Structured != nil {
 		var v struct {
 			ExitCode *int `json:"exit_code"`
@@ -272,7 +271,7 @@ type observed struct {
 	Rows    [][]any  `json:"rows"`
 }
 
-func observations(t *rollout.Trajectory) []observed {
+func observations(t *chat.Trajectory) []observed {
 	var out []observed
 	if t == nil {
 		return nil

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/reward"
-	"github.com/mcprl/mcprl/rollout"
 )
 
 func ExampleSeedScore() {
@@ -38,7 +38,7 @@ func ExampleRegistry_Parse() {
 		panic(err)
 	}
 	text := `<tool_call>{"name": "run_linter", "arguments": {"path": "schema.sql"}}</tool_call>`
-	traj := &rollout.Trajectory{Turns: []rollout.Turn{{Text: text, Calls: []rollout.CallResult{{}}}}}
+	traj := &chat.Trajectory{Turns: []chat.Turn{{Text: text, Calls: []chat.CallResult{{}}}}}
 	traj.Turns[0].Calls[0].Call.Name = "run_linter"
 	s, err := f.Score(context.Background(), &reward.Input{Trajectory: traj})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/internal/pgtest"
 	"github.com/mcprl/mcprl/sandbox"
 	"github.com/mcprl/mcprl/task"
@@ -58,11 +59,11 @@ func backends(t *testing.T, f func(t *testing.T, fac *sandbox.Factory)) {
 }
 
 func q(sql string) string {
-	return toolcall.RenderCall(toolcall.Call{Name: "query_database", Arguments: []byte(fmt.Sprintf(`{"sql": %q}`, sql))})
+	return toolcall.RenderCall(chat.Call{Name: "query_database", Arguments: []byte(fmt.Sprintf(`{"sql": %q}`, sql))})
 }
 
 func lint(path string) string {
-	return toolcall.RenderCall(toolcall.Call{Name: "run_linter", Arguments: []byte(fmt.Sprintf(`{"path": %q}`, path))})
+	return toolcall.RenderCall(chat.Call{Name: "run_linter", Arguments: []byte(fmt.Sprintf(`{"path": %q}`, path))})
 }
 
 // scoreLive replays text in a fresh fork and scores it with f.
@@ -74,7 +75,7 @@ func scoreLive(t *testing.T, fac *sandbox.Factory, tk *task.Task, f Func, text s
 		t.Fatal(err)
 	}
 	defer sb.Close()
-	traj, err := Replay(ctx, sb, tk, text)
+	traj, err := Replay(ctx, sb, text)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +182,7 @@ func TestGuardsAgainstRewardHacking(t *testing.T) {
 			t.Errorf("seed on keyword stuffing: %v", r.Value)
 		}
 		// A hallucinated tool is -0.5 whatever else was right, as in the user's function.
-		bad := good + toolcall.RenderCall(toolcall.Call{Name: "drop_database", Arguments: []byte(`{}`)})
+		bad := good + toolcall.RenderCall(chat.Call{Name: "drop_database", Arguments: []byte(`{}`)})
 		if s := scoreLive(t, fac, tk, v, bad); s.Value != -0.5 || s.Reason != "vetoed by hallucination" {
 			t.Errorf("hallucinated tool: %v (%s)", s.Value, s.Reason)
 		}

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/mcprl/mcprl/rollout"
+	"github.com/mcprl/mcprl/chat"
 )
 
 // DefaultCallBudget is how many tool calls a trajectory may make before
@@ -23,7 +23,7 @@ type usage struct {
 	unknown    []string
 }
 
-func callKey(c rollout.CallResult) string {
+func callKey(c chat.CallResult) string {
 	var args bytes.Buffer
 	if err := json.Compact(&args, c.Call.Arguments); err != nil {
 		args.Write(c.Call.Arguments)

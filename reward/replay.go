@@ -7,8 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcprl/mcprl/rollout"
-	"github.com/mcprl/mcprl/task"
+	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/toolcall"
 )
 
@@ -23,11 +22,11 @@ type Caller interface {
 // through c. Malformed calls are recorded with their parse error and not
 // run. A server failure ends the trajectory with Error set, as a rollout
 // would; only a cancelled context is returned as an error.
-func Replay(ctx context.Context, c Caller, t *task.Task, text string) (*rollout.Trajectory, error) {
-	traj := &rollout.Trajectory{Task: t, Answer: toolcall.StripCalls(text)}
-	turn := rollout.Turn{Text: text}
+func Replay(ctx context.Context, c Caller, text string) (*chat.Trajectory, error) {
+	traj := &chat.Trajectory{Answer: toolcall.StripCalls(text)}
+	turn := chat.Turn{Text: text}
 	for _, p := range toolcall.Parse(text) {
-		cr := rollout.CallResult{Call: p.Call}
+		cr := chat.CallResult{Call: p.Call}
 		if p.Err != nil {
 			cr.ParseError = p.Err.Error()
 			turn.Calls = append(turn.Calls, cr)
@@ -51,7 +50,7 @@ func Replay(ctx context.Context, c Caller, t *task.Task, text string) (*rollout.
 		}
 		turn.Calls = append(turn.Calls, cr)
 	}
-	traj.Turns = []rollout.Turn{turn}
+	traj.Turns = []chat.Turn{turn}
 	return traj, nil
 }
 

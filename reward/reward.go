@@ -17,7 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcprl/mcprl/rollout"
+	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/sandbox/sqldb"
 	"github.com/mcprl/mcprl/task"
 )
@@ -32,7 +32,7 @@ type Sandbox interface {
 // Input is what a Func scores.
 type Input struct {
 	Task       *task.Task
-	Trajectory *rollout.Trajectory
+	Trajectory *chat.Trajectory
 	// Sandbox is the trajectory's own sandbox, after the trajectory ran:
 	// live checks (SQL oracles) read its state. Nil when no Func needs it.
 	Sandbox Sandbox

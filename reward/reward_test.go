@@ -7,22 +7,22 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcprl/mcprl/rollout"
+	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/task"
 	"github.com/mcprl/mcprl/toolcall"
 )
 
 // textInput is a trajectory of one turn whose calls were parsed, not run.
 func textInput(tk *task.Task, text string) *Input {
-	turn := rollout.Turn{Text: text}
+	turn := chat.Turn{Text: text}
 	for _, p := range toolcall.Parse(text) {
-		cr := rollout.CallResult{Call: p.Call}
+		cr := chat.CallResult{Call: p.Call}
 		if p.Err != nil {
 			cr.ParseError = p.Err.Error()
 		}
 		turn.Calls = append(turn.Calls, cr)
 	}
-	return &Input{Task: tk, Trajectory: &rollout.Trajectory{Task: tk, Turns: []rollout.Turn{turn}, Answer: toolcall.StripCalls(text)}}
+	return &Input{Task: tk, Trajectory: &chat.Trajectory{Turns: []chat.Turn{turn}, Answer: toolcall.StripCalls(text)}}
 }
 
 // TestSeedWherePythonRaises pins the documented scores for the inputs on

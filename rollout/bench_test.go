@@ -8,6 +8,7 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
+	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/policy"
 	"github.com/mcprl/mcprl/rollout"
@@ -70,12 +71,12 @@ const (
 	// Bucket(max_prompt_length) + turns*max_completion_length + iterations*Bucket(max_completion_length).
 	benchCapacity = 512 + 3*benchCompletion + 2*256
 	// benchCompletionSlots is grpo's completionSlots since then (the
-	// actual prompts' bucket is added by policy.Model):
+	// actual prompts' bucket is added by model.Policy):
 	// 2*max_completion_length + iterations*Bucket(max_completion_length).
 	benchCompletionSlots = 2*benchCompletion + 2*256
 )
 
-func benchRun(b *testing.B, p policy.Policy, f *sandbox.Factory, n int) []*rollout.Trajectory {
+func benchRun(b *testing.B, p policy.Policy, f *sandbox.Factory, n int) []*chat.Trajectory {
 	r := runner(b, p, rollout.Config{NumGenerations: n, MaxPromptLength: 512, MaxCompletionLength: benchCompletion, MaxToolCallingIterations: 2})
 	trajs, err := r.Run(context.Background(), []rollout.Job{{Task: seedTask(), Factory: f}})
 	if err != nil {
@@ -97,7 +98,7 @@ func BenchmarkRolloutBatchedVsSequential(b *testing.B) {
 	const n = 8
 	m, _ := benchModel(b)
 	f := newFactory(b, loadFixture(b, customersDir), sandbox.Options{})
-	p := &policy.Model{M: m, CompletionSlots: benchCompletionSlots}
+	p := &model.Policy{M: m, CompletionSlots: benchCompletionSlots}
 	benchRun(b, p, f, n) // compile the decode graphs for both shapes once
 	benchRun(b, p, f, 1)
 	var batched, sequential time.Duration
@@ -127,9 +128,9 @@ func BenchmarkRolloutOutsideModel(b *testing.B) {
 	const n = 8
 	m, chain := benchModel(b)
 	f := newFactory(b, loadFixture(b, customersDir), sandbox.Options{})
-	p := &policy.Model{M: m, CompletionSlots: benchCompletionSlots}
+	p := &model.Policy{M: m, CompletionSlots: benchCompletionSlots}
 	benchRun(b, p, f, n)
-	replay := &policy.Replay{Scripts: [][][]int32{{chain[1:], chain[1:], chain[1:]}}}
+	replay := &rollout.Script{Scripts: [][][]int32{{chain[1:], chain[1:], chain[1:]}}}
 	var total, inside, scripted time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -157,8 +158,8 @@ func BenchmarkRolloutCacheSizing(b *testing.B) {
 	const n = 8
 	m, _ := benchModel(b)
 	f := newFactory(b, loadFixture(b, customersDir), sandbox.Options{})
-	fixed := &policy.Model{M: m, Capacity: benchCapacity}
-	sized := &policy.Model{M: m, CompletionSlots: benchCompletionSlots}
+	fixed := &model.Policy{M: m, Capacity: benchCapacity}
+	sized := &model.Policy{M: m, CompletionSlots: benchCompletionSlots}
 	benchRun(b, fixed, f, n)
 	benchRun(b, sized, f, n)
 	var tf, ts time.Duration

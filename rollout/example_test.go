@@ -4,16 +4,15 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/mcprl/mcprl/policy"
 	"github.com/mcprl/mcprl/rollout"
 	"github.com/mcprl/mcprl/sandbox"
 	"github.com/mcprl/mcprl/task"
 	"github.com/mcprl/mcprl/tokenizer"
 )
 
-// A scripted policy (policy.Replay) plays two turns of the seed task against
+// A scripted policy (rollout.Script) plays two turns of the seed task against
 // live sandbox forks: a query, then an answer. With a model, use
-// &policy.Model{M: m, CompletionSlots: ...} instead.
+// &model.Policy{M: m, CompletionSlots: ...} instead.
 func ExampleRunner_Run() {
 	ctx := context.Background()
 	tok, _ := tokenizer.Small()
@@ -30,7 +29,7 @@ func ExampleRunner_Run() {
 		return ids
 	}
 	r := &rollout.Runner{
-		Policy: &policy.Replay{Scripts: [][][]int32{{
+		Policy: &rollout.Script{Scripts: [][][]int32{{
 			turn("<tool_call>\n{\"name\": \"query_database\", \"arguments\": {\"sql\": \"SELECT COUNT(*) AS n FROM customers WHERE status = 'inactive'\"}}\n</tool_call>"),
 			turn("There are 7 inactive customers.<|im_end|>"),
 		}}},

@@ -15,9 +15,9 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/policy"
-	"github.com/mcprl/mcprl/rollout"
 	"github.com/mcprl/mcprl/sandbox"
 	"github.com/mcprl/mcprl/task"
 	"github.com/mcprl/mcprl/tokenizer"
@@ -271,7 +271,7 @@ func (b *recBatch) Close() error {
 // sampled and what was appended to sequence i of batch b: the ids are the
 // prompt, then every sample and observation in order; the mask is 1 exactly
 // on sampled ids; the old log-probs are the sampled ones.
-func checkTokenInTokenOut(t *testing.T, b *recBatch, i int, tr *rollout.Trajectory) {
+func checkTokenInTokenOut(t *testing.T, b *recBatch, i int, tr *chat.Trajectory) {
 	t.Helper()
 	var ids []int32
 	var mask []uint8
@@ -373,11 +373,11 @@ func distinctIDs(t testing.TB, tok *tokenizer.Tokenizer, text string, avoid ...i
 var finishMu sync.Mutex
 
 // guarded serializes calls of a Finish callback (Run calls it concurrently).
-func guarded(f func(context.Context, *rollout.Trajectory, *sandbox.Sandbox) error) func(context.Context, *rollout.Trajectory, *sandbox.Sandbox) error {
-	return func(ctx context.Context, tr *rollout.Trajectory, sb *sandbox.Sandbox) error {
+func guarded(f func(context.Context, *task.Task, *chat.Trajectory, *sandbox.Sandbox) error) func(context.Context, *task.Task, *chat.Trajectory, *sandbox.Sandbox) error {
+	return func(ctx context.Context, tk *task.Task, tr *chat.Trajectory, sb *sandbox.Sandbox) error {
 		finishMu.Lock()
 		defer finishMu.Unlock()
-		return f(ctx, tr, sb)
+		return f(ctx, tk, tr, sb)
 	}
 }
 
@@ -400,7 +400,7 @@ func chainPolicyModel(t testing.TB) (*model.Model, []int32) {
 // checkOldLogProbs recomputes every trajectory's per-token log-probs with
 // the model's training-graph forward (no cache) and compares them with the
 // old log-probs the rollout kept on sampled tokens.
-func checkOldLogProbs(t *testing.T, m *model.Model, trajs []*rollout.Trajectory) {
+func checkOldLogProbs(t *testing.T, m *model.Model, trajs []*chat.Trajectory) {
 	t.Helper()
 	exec, err := mlctx.NewExec(m.Backend, m.Ctx, func(ctx *mlctx.Context, tokens, attn *graph.Node) *graph.Node {
 		return m.TokenLogProbsAt(ctx, tokens, attn, 1)

@@ -26,7 +26,7 @@ import (
 func TestLossMaskZeroGradient(t *testing.T) {
 	f := newFactory(t, loadFixture(t, customersDir), sandbox.Options{})
 	m, _ := chainPolicyModel(t)
-	r := runner(t, &policy.Model{M: m, Capacity: 1024}, rollout.Config{NumGenerations: 2, MaxCompletionLength: 300, MaxToolCallingIterations: 2,
+	r := runner(t, &model.Policy{M: m, Capacity: 1024}, rollout.Config{NumGenerations: 2, MaxCompletionLength: 300, MaxToolCallingIterations: 2,
 		Sample: policy.SampleOptions{Temperature: 1, Seed: 9}})
 	trajs, err := r.Run(context.Background(), []rollout.Job{{Task: seedTask(), Factory: f}})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/policy"
 	"github.com/mcprl/mcprl/sandbox"
 	"github.com/mcprl/mcprl/task"
@@ -35,7 +36,7 @@ type Runner struct {
 	// while its sandbox is still open (rewards read the sandbox's state),
 	// concurrently with other trajectories. Its error is recorded in the
 	// trajectory's Error.
-	Finish func(ctx context.Context, t *Trajectory, sb *sandbox.Sandbox) error
+	Finish func(ctx context.Context, t *task.Task, tr *chat.Trajectory, sb *sandbox.Sandbox) error
 }
 
 // Job is one task and the sandbox factory of its fixture.
@@ -49,7 +50,7 @@ type Job struct {
 // trajectories of job j at [j*N, (j+1)*N). A trajectory that fails (its
 // sandbox could not be forked, a tool server crashed) ends with Error set;
 // only a policy failure or a cancelled context ends the run.
-func (r *Runner) Run(ctx context.Context, jobs []Job) ([]*Trajectory, error) {
+func (r *Runner) Run(ctx context.Context, jobs []Job) ([]*chat.Trajectory, error) {
 	n := r.Config.NumGenerations
 	if n <= 0 {
 		n = 1
@@ -69,7 +70,7 @@ func (r *Runner) Run(ctx context.Context, jobs []Job) ([]*Trajectory, error) {
 			return nil, fmt.Errorf("task %q: %w", job.Task.ID, err)
 		}
 		for g := 0; g < n; g++ {
-			s := &state{job: job, messages: append([]task.Message(nil), st.messages...), tools: st.tools, traj: &Trajectory{Task: job.Task}}
+			s := &state{job: job, messages: append([]chat.Message(nil), st.messages...), tools: st.tools, traj: &chat.Trajectory{}}
 			s.traj.Tokens = append([]int32(nil), st.ids...)
 			s.traj.Mask = make([]uint8, len(st.ids))
 			s.traj.OldLogProbs = make([]float32, len(st.ids))
@@ -100,7 +101,7 @@ func (r *Runner) Run(ctx context.Context, jobs []Job) ([]*Trajectory, error) {
 		go func() {
 			defer finishing.Done()
 			if r.Finish != nil && s.sb != nil {
-				if err := r.Finish(ctx, s.traj, s.sb); err != nil && s.traj.Error == "" {
+				if err := r.Finish(ctx, s.job.Task, s.traj, s.sb); err != nil && s.traj.Error == "" {
 					s.traj.Error = err.Error()
 				}
 			}
@@ -203,7 +204,7 @@ func (r *Runner) Run(ctx context.Context, jobs []Job) ([]*Trajectory, error) {
 		}
 	}
 	finishing.Wait()
-	out := make([]*Trajectory, len(states))
+	out := make([]*chat.Trajectory, len(states))
 	for i, s := range states {
 		out[i] = s.traj
 	}
@@ -214,9 +215,9 @@ func (r *Runner) Run(ctx context.Context, jobs []Job) ([]*Trajectory, error) {
 type state struct {
 	job      Job
 	sb       *sandbox.Sandbox
-	messages []task.Message
+	messages []chat.Message
 	tools    []json.RawMessage
-	traj     *Trajectory
+	traj     *chat.Trajectory
 	rounds   int
 	done     bool
 }
@@ -224,7 +225,7 @@ type state struct {
 func (s *state) completionLen() int { return len(s.traj.Tokens) - s.traj.PromptLen }
 
 type promptState struct {
-	messages []task.Message
+	messages []chat.Message
 	tools    []json.RawMessage
 	ids      []int32
 }
@@ -235,11 +236,11 @@ type promptState struct {
 func (r *Runner) prompt(job Job) (*promptState, error) {
 	st := &promptState{}
 	if job.Task.SystemPrompt != "" {
-		st.messages = append(st.messages, task.Message{Role: "system", Content: job.Task.SystemPrompt})
+		st.messages = append(st.messages, chat.Message{Role: "system", Content: job.Task.SystemPrompt})
 	} else {
 		st.tools = toolcall.FunctionSchemas(job.Factory.Tools())
 	}
-	st.messages = append(st.messages, task.Message{Role: "user", Content: job.Task.Task})
+	st.messages = append(st.messages, chat.Message{Role: "user", Content: job.Task.Task})
 	text, err := r.Template.Render(st.messages, st.tools, true)
 	if err != nil {
 		return nil, fmt.Errorf("render prompt: %w", err)
@@ -307,10 +308,10 @@ func (r *Runner) turn(ctx context.Context, s *state, sample policy.Sample, stops
 		ids = ids[:len(ids)-1]
 	}
 	text := r.Tokenizer.Decode(toInt(ids))
-	turn := Turn{Text: text}
+	turn := chat.Turn{Text: text}
 	parsed := toolcall.Parse(text)
 	for _, p := range parsed {
-		c := CallResult{Call: p.Call}
+		c := chat.CallResult{Call: p.Call}
 		if p.Err != nil {
 			c.ParseError = p.Err.Error()
 			c.IsError = true
@@ -326,7 +327,7 @@ func (r *Runner) turn(ctx context.Context, s *state, sample policy.Sample, stops
 		// the model reads about, like any other.
 		msg := toolcall.CloseTag + " without an opening " + toolcall.OpenTag + ": write a call as " +
 			toolcall.OpenTag + `{"name": TOOL, "arguments": {...}}` + toolcall.CloseTag
-		cur.Calls = append(cur.Calls, CallResult{ParseError: msg, IsError: true, Text: "error: " + msg})
+		cur.Calls = append(cur.Calls, chat.CallResult{ParseError: msg, IsError: true, Text: "error: " + msg})
 	}
 
 	switch {
@@ -345,7 +346,7 @@ func (r *Runner) turn(ctx context.Context, s *state, sample policy.Sample, stops
 
 	// Run the turn's calls in order: a later call may depend on an
 	// earlier one's effect on the sandbox.
-	toolMsgs := make([]task.Message, 0, len(cur.Calls))
+	toolMsgs := make([]chat.Message, 0, len(cur.Calls))
 	for k := range cur.Calls {
 		c := &cur.Calls[k]
 		if c.ParseError == "" {
@@ -358,7 +359,7 @@ func (r *Runner) turn(ctx context.Context, s *state, sample policy.Sample, stops
 			c.Text = resultText(res)
 			c.Structured = res.StructuredContent
 		}
-		toolMsgs = append(toolMsgs, task.Message{Role: "tool", Content: c.Text, Name: c.Call.Name})
+		toolMsgs = append(toolMsgs, chat.Message{Role: "tool", Content: c.Text, Name: c.Call.Name})
 	}
 	obsText, err := r.observation(s, text, toolMsgs)
 	if err != nil {
@@ -375,7 +376,7 @@ func (r *Runner) turn(ctx context.Context, s *state, sample policy.Sample, stops
 		t.Mask = append(t.Mask, 0)
 		t.OldLogProbs = append(t.OldLogProbs, 0)
 	}
-	s.messages = append(s.messages, task.Message{Role: "assistant", Content: text})
+	s.messages = append(s.messages, chat.Message{Role: "assistant", Content: text})
 	s.messages = append(s.messages, toolMsgs...)
 	return obs
 }
@@ -384,12 +385,12 @@ func (r *Runner) turn(ctx context.Context, s *state, sample policy.Sample, stops
 // assistant's sampled text and the next assistant turn: the end of the
 // assistant's message, the tool responses, and the next generation prompt.
 // It is the template's own form, cut out of two renders.
-func (r *Runner) observation(s *state, assistant string, toolMsgs []task.Message) (string, error) {
+func (r *Runner) observation(s *state, assistant string, toolMsgs []chat.Message) (string, error) {
 	before, err := r.Template.Render(s.messages, s.tools, true)
 	if err != nil {
 		return "", fmt.Errorf("render chat: %w", err)
 	}
-	msgs := append(append(append([]task.Message(nil), s.messages...), task.Message{Role: "assistant", Content: assistant}), toolMsgs...)
+	msgs := append(append(append([]chat.Message(nil), s.messages...), chat.Message{Role: "assistant", Content: assistant}), toolMsgs...)
 	after, err := r.Template.Render(msgs, s.tools, true)
 	if err != nil {
 		return "", fmt.Errorf("render chat: %w", err)

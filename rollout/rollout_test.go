@@ -12,6 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcprl/mcprl/chat"
+	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/policy"
 	"github.com/mcprl/mcprl/rollout"
 	"github.com/mcprl/mcprl/sandbox"
@@ -82,20 +84,20 @@ func runner(t testing.TB, p policy.Policy, cfg rollout.Config) *rollout.Runner {
 	return &rollout.Runner{Policy: p, Tokenizer: tok, Template: tpl, Config: cfg}
 }
 
-// conversation rebuilds the chat a trajectory had, from its turns.
-func conversation(tr *rollout.Trajectory) []task.Message {
-	var msgs []task.Message
-	if tr.Task.SystemPrompt != "" {
-		msgs = append(msgs, task.Message{Role: "system", Content: tr.Task.SystemPrompt})
+// conversation rebuilds the chat a trajectory of tk had, from its turns.
+func conversation(tk *task.Task, tr *chat.Trajectory) []chat.Message {
+	var msgs []chat.Message
+	if tk.SystemPrompt != "" {
+		msgs = append(msgs, chat.Message{Role: "system", Content: tk.SystemPrompt})
 	}
-	msgs = append(msgs, task.Message{Role: "user", Content: tr.Task.Task})
+	msgs = append(msgs, chat.Message{Role: "user", Content: tk.Task})
 	for _, turn := range tr.Turns {
-		msgs = append(msgs, task.Message{Role: "assistant", Content: turn.Text})
+		msgs = append(msgs, chat.Message{Role: "assistant", Content: turn.Text})
 		for _, c := range turn.Calls {
 			if c.Text == "" {
 				continue // never ran (past max_tool_calling_iterations or the budget)
 			}
-			msgs = append(msgs, task.Message{Role: "tool", Content: c.Text, Name: c.Call.Name})
+			msgs = append(msgs, chat.Message{Role: "tool", Content: c.Text, Name: c.Call.Name})
 		}
 	}
 	return msgs
@@ -119,7 +121,7 @@ func TestGoldenReplay(t *testing.T) {
 		if !withSystem {
 			tk.SystemPrompt = ""
 		}
-		rec := &recorder{P: &policy.Replay{Scripts: [][][]int32{script(t, turns...)}}}
+		rec := &recorder{P: &rollout.Script{Scripts: [][][]int32{script(t, turns...)}}}
 		r := runner(t, rec, rollout.Config{NumGenerations: 2, MaxCompletionLength: 1024, MaxToolCallingIterations: 5})
 		trajs, err := r.Run(context.Background(), []rollout.Job{{Task: tk, Factory: f}})
 		if err != nil {
@@ -143,7 +145,7 @@ func TestGoldenReplay(t *testing.T) {
 			if !strings.Contains(decode(tok, tr.Tokens), "<tool_response>") {
 				t.Error("no tool response in the tokens")
 			}
-			want, err := tpl.Render(conversation(tr), toolSchemas(tk, f), false)
+			want, err := tpl.Render(conversation(tk, tr), toolSchemas(tk, f), false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -175,9 +177,10 @@ func TestMalformedCalls(t *testing.T) {
 		call("query_database", `{"sql": "SELEC nonsense"}`),
 		"<tool_call>\n{\"name\": \"query_database\"<|im_end|>",
 	}
-	rec := &recorder{P: &policy.Replay{Scripts: [][][]int32{script(t, turns...)}}}
+	rec := &recorder{P: &rollout.Script{Scripts: [][][]int32{script(t, turns...)}}}
 	r := runner(t, rec, rollout.Config{NumGenerations: 1, MaxCompletionLength: 2048, MaxToolCallingIterations: 10})
-	trajs, err := r.Run(context.Background(), []rollout.Job{{Task: seedTask(), Factory: f}})
+	tk := seedTask()
+	trajs, err := r.Run(context.Background(), []rollout.Job{{Task: tk, Factory: f}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +209,7 @@ func TestMalformedCalls(t *testing.T) {
 		t.Errorf("unterminated call: %+v answer %q", last.Calls, tr.Answer)
 	}
 	// The unterminated call ended the turn with <|im_end|>: recorded, never run.
-	want, err := tpl.Render(conversation(tr)[:len(conversation(tr))-1], nil, false)
+	want, err := tpl.Render(conversation(tk, tr)[:len(conversation(tk, tr))-1], nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,9 +227,10 @@ func TestChainModelTokenInTokenOut(t *testing.T) {
 	tok, tpl := smallTokenizer(t)
 	f := newFactory(t, loadFixture(t, customersDir), sandbox.Options{})
 	m, chain := chainPolicyModel(t)
-	rec := &recorder{P: &policy.Model{M: m, Capacity: 1024}}
+	rec := &recorder{P: &model.Policy{M: m, Capacity: 1024}}
 	r := runner(t, rec, rollout.Config{NumGenerations: 3, MaxCompletionLength: 400, MaxToolCallingIterations: 2})
-	trajs, err := r.Run(context.Background(), []rollout.Job{{Task: seedTask(), Factory: f}})
+	tk := seedTask()
+	trajs, err := r.Run(context.Background(), []rollout.Job{{Task: tk, Factory: f}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +260,7 @@ func TestChainModelTokenInTokenOut(t *testing.T) {
 		if sampled != 3*(len(chain)-1) {
 			t.Errorf("%d sampled tokens, want %d", sampled, 3*(len(chain)-1))
 		}
-		want, err := tpl.Render(conversation(tr), nil, false)
+		want, err := tpl.Render(conversation(tk, tr), nil, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -274,7 +278,7 @@ func TestChainModelTokenInTokenOut(t *testing.T) {
 func TestRandomModelGarbage(t *testing.T) {
 	f := newFactory(t, loadFixture(t, customersDir), sandbox.Options{})
 	m := tinyModel(t, 3, true)
-	rec := &recorder{P: &policy.Model{M: m, Capacity: 512}}
+	rec := &recorder{P: &model.Policy{M: m, Capacity: 512}}
 	r := runner(t, rec, rollout.Config{NumGenerations: 4, MaxCompletionLength: 96, MaxToolCallingIterations: 3,
 		Sample: policy.SampleOptions{Temperature: 1, Seed: 5}})
 	trajs, err := r.Run(context.Background(), []rollout.Job{{Task: seedTask(), Factory: f}})
@@ -299,8 +303,8 @@ func TestToolServerFailures(t *testing.T) {
 			good := script(t, call("query_database", `{"sql": "SELECT COUNT(*) FROM customers"}`), "36 customers.<|im_end|>")
 			bad := script(t, call(tool, `{}`), "never reached<|im_end|>")
 			var finished []string
-			r := runner(t, &policy.Replay{Scripts: [][][]int32{bad, good, good}}, rollout.Config{NumGenerations: 3, MaxCompletionLength: 512, MaxToolCallingIterations: 3})
-			r.Finish = func(ctx context.Context, tr *rollout.Trajectory, sb *sandbox.Sandbox) error {
+			r := runner(t, &rollout.Script{Scripts: [][][]int32{bad, good, good}}, rollout.Config{NumGenerations: 3, MaxCompletionLength: 512, MaxToolCallingIterations: 3})
+			r.Finish = func(ctx context.Context, _ *task.Task, tr *chat.Trajectory, sb *sandbox.Sandbox) error {
 				if _, err := sb.DB().Oracle(ctx, "SELECT 1"); err != nil {
 					return err
 				}
@@ -336,7 +340,7 @@ func TestLimits(t *testing.T) {
 	f := newFactory(t, loadFixture(t, customersDir), sandbox.Options{})
 	q := call("query_database", `{"sql": "SELECT COUNT(*) FROM customers"}`)
 	long := strings.Repeat("All customers are fine. ", 40) + "<|im_end|>"
-	rec := &recorder{P: &policy.Replay{Scripts: [][][]int32{script(t, q, q, q, q, q)}}}
+	rec := &recorder{P: &rollout.Script{Scripts: [][][]int32{script(t, q, q, q, q, q)}}}
 	r := runner(t, rec, rollout.Config{NumGenerations: 1, MaxCompletionLength: 1000, MaxToolCallingIterations: 2})
 	trajs, err := r.Run(context.Background(), []rollout.Job{{Task: seedTask(), Factory: f}})
 	if err != nil {
@@ -344,7 +348,7 @@ func TestLimits(t *testing.T) {
 	}
 	iter := trajs[0]
 	checkTokenInTokenOut(t, rec.batches[0], 0, iter)
-	rec = &recorder{P: &policy.Replay{Scripts: [][][]int32{script(t, long)}}}
+	rec = &recorder{P: &rollout.Script{Scripts: [][][]int32{script(t, long)}}}
 	r = runner(t, rec, rollout.Config{NumGenerations: 1, MaxCompletionLength: 150, MaxToolCallingIterations: 2})
 	if trajs, err = r.Run(context.Background(), []rollout.Job{{Task: seedTask(), Factory: f}}); err != nil {
 		t.Fatal(err)
@@ -358,7 +362,7 @@ func TestLimits(t *testing.T) {
 		t.Errorf("length: truncated %v, %d completion tokens", length.Truncated, len(length.Tokens)-length.PromptLen)
 	}
 	// An observation that does not fit ends the trajectory before it.
-	rec = &recorder{P: &policy.Replay{Scripts: [][][]int32{script(t, q, q)}}}
+	rec = &recorder{P: &rollout.Script{Scripts: [][][]int32{script(t, q, q)}}}
 	r = runner(t, rec, rollout.Config{NumGenerations: 1, MaxCompletionLength: 60, MaxToolCallingIterations: 5})
 	trajs, err = r.Run(context.Background(), []rollout.Job{{Task: seedTask(), Factory: f}})
 	if err != nil {
@@ -377,8 +381,8 @@ func TestCancel(t *testing.T) {
 	before := runtime.NumGoroutine()
 	var sbs []*sandbox.Sandbox
 	hang := script(t, call("hang", `{}`), "x<|im_end|>")
-	r := runner(t, &policy.Replay{Scripts: [][][]int32{hang}}, rollout.Config{NumGenerations: 4, MaxCompletionLength: 512, MaxToolCallingIterations: 3})
-	r.Finish = func(ctx context.Context, tr *rollout.Trajectory, sb *sandbox.Sandbox) error {
+	r := runner(t, &rollout.Script{Scripts: [][][]int32{hang}}, rollout.Config{NumGenerations: 4, MaxCompletionLength: 512, MaxToolCallingIterations: 3})
+	r.Finish = func(ctx context.Context, _ *task.Task, tr *chat.Trajectory, sb *sandbox.Sandbox) error {
 		sbs = append(sbs, sb)
 		return nil
 	}
@@ -420,7 +424,7 @@ func TestForksAndConcurrency(t *testing.T) {
 	del := script(t, call("query_database", `{"sql": "UPDATE customers SET status = 'active' WHERE status = 'inactive'"}`), count, "done<|im_end|>")
 	keep := script(t, call("sleep", `{"ms": 600}`), count, "done<|im_end|>")
 	const n = 6
-	r := runner(t, &policy.Replay{Scripts: [][][]int32{del, keep}}, rollout.Config{NumGenerations: n, MaxCompletionLength: 512, MaxToolCallingIterations: 3})
+	r := runner(t, &rollout.Script{Scripts: [][][]int32{del, keep}}, rollout.Config{NumGenerations: n, MaxCompletionLength: 512, MaxToolCallingIterations: 3})
 	start := time.Now()
 	trajs, err := r.Run(context.Background(), []rollout.Job{{Task: seedTask(), Factory: f}})
 	if err != nil {
@@ -451,7 +455,7 @@ func TestGreedyDeterminism(t *testing.T) {
 	f := newFactory(t, loadFixture(t, customersDir), sandbox.Options{})
 	m := tinyModel(t, 11, true)
 	run := func(temp float64, seed int64) [][]int32 {
-		r := runner(t, &policy.Model{M: m, Capacity: 256}, rollout.Config{NumGenerations: 3, MaxCompletionLength: 24, MaxToolCallingIterations: 2,
+		r := runner(t, &model.Policy{M: m, Capacity: 256}, rollout.Config{NumGenerations: 3, MaxCompletionLength: 24, MaxToolCallingIterations: 2,
 			Sample: policy.SampleOptions{Temperature: temp, Seed: seed}})
 		trajs, err := r.Run(context.Background(), []rollout.Job{{Task: seedTask(), Factory: f}, {Task: seedTask(), Factory: f}})
 		if err != nil {
@@ -508,8 +512,8 @@ func TestPolicyFailureClosesSandboxes(t *testing.T) {
 	f := newFactory(t, loadFixture(t, customersDir), sandbox.Options{})
 	q := script(t, call("query_database", `{"sql": "SELECT 1"}`), "done<|im_end|>")
 	var sbs []*sandbox.Sandbox
-	r := runner(t, failingAppend{&policy.Replay{Scripts: [][][]int32{q}}}, rollout.Config{NumGenerations: 3, MaxCompletionLength: 512, MaxToolCallingIterations: 3})
-	r.Finish = guarded(func(ctx context.Context, tr *rollout.Trajectory, sb *sandbox.Sandbox) error {
+	r := runner(t, failingAppend{&rollout.Script{Scripts: [][][]int32{q}}}, rollout.Config{NumGenerations: 3, MaxCompletionLength: 512, MaxToolCallingIterations: 3})
+	r.Finish = guarded(func(ctx context.Context, _ *task.Task, tr *chat.Trajectory, sb *sandbox.Sandbox) error {
 		sbs = append(sbs, sb)
 		return nil
 	})
@@ -532,7 +536,7 @@ func TestPolicyFailureClosesSandboxes(t *testing.T) {
 func TestCacheFull(t *testing.T) {
 	f := newFactory(t, loadFixture(t, customersDir), sandbox.Options{})
 	m, _ := chainPolicyModel(t)
-	rec := &recorder{P: &policy.Model{M: m, CompletionSlots: 40}}
+	rec := &recorder{P: &model.Policy{M: m, CompletionSlots: 40}}
 	r := runner(t, rec, rollout.Config{NumGenerations: 2, MaxCompletionLength: 400, MaxToolCallingIterations: 5})
 	trajs, err := r.Run(context.Background(), []rollout.Job{{Task: seedTask(), Factory: f}})
 	if err != nil {

@@ -22,7 +22,6 @@ import (
 
 	"github.com/mcprl/mcprl/grpo"
 	"github.com/mcprl/mcprl/model"
-	"github.com/mcprl/mcprl/policy"
 	"github.com/mcprl/mcprl/rollout"
 	"github.com/mcprl/mcprl/task"
 	"github.com/mcprl/mcprl/tokenizer"
@@ -88,7 +87,7 @@ func Examples(ctx context.Context, tok *tokenizer.Tokenizer, tpl *tokenizer.Temp
 		}
 	}
 	r := &rollout.Runner{
-		Policy:    &policy.Replay{Scripts: scripts},
+		Policy:    &rollout.Script{Scripts: scripts},
 		Tokenizer: tok,
 		Template:  tpl,
 		Config: rollout.Config{

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/grpo"
 	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/rollout"
@@ -15,12 +16,11 @@ import (
 	"github.com/mcprl/mcprl/sft"
 	"github.com/mcprl/mcprl/task"
 	"github.com/mcprl/mcprl/tokenizer"
-	"github.com/mcprl/mcprl/toolcall"
 )
 
 func TestGoldenTurns(t *testing.T) {
-	tk := &task.Task{ID: "t", Golden: []task.Message{
-		{Role: "assistant", Content: "Let me look.", ToolCalls: []toolcall.Call{
+	tk := &task.Task{ID: "t", Golden: []chat.Message{
+		{Role: "assistant", Content: "Let me look.", ToolCalls: []chat.Call{
 			{Name: "query_database", Arguments: json.RawMessage(`{"sql": "SELECT 1"}`)},
 			{Name: "run_linter", Arguments: json.RawMessage(`{"path": "a.sql"}`)},
 		}},
@@ -39,7 +39,7 @@ func TestGoldenTurns(t *testing.T) {
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("GoldenTurns =\n%q\nwant\n%q", got, want)
 	}
-	bad := &task.Task{ID: "b", Golden: []task.Message{{Role: "assistant", Content: "too early"}, {Role: "assistant", Content: "x"}}}
+	bad := &task.Task{ID: "b", Golden: []chat.Message{{Role: "assistant", Content: "too early"}, {Role: "assistant", Content: "x"}}}
 	if _, err := sft.GoldenTurns(bad); err == nil {
 		t.Error("an answer before the last message was accepted")
 	}

@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/mcprl/mcprl/chat"
 )
 
 // LoadOptions controls Load.
@@ -195,7 +197,7 @@ func parseLine(line []byte, opts LoadOptions) (Task, string, error) {
 	return t, "", nil
 }
 
-func checkMessage(m Message) (string, error) {
+func checkMessage(m chat.Message) (string, error) {
 	switch m.Role {
 	case "system", "user", "assistant", "tool":
 	case "":
@@ -270,11 +272,11 @@ func goTypeName(t string) string {
 		return "a string"
 	case "[]string":
 		return "an array of strings"
-	case "[]task.Message":
+	case "[]chat.Message":
 		return "an array of messages"
-	case "task.Message":
+	case "chat.Message":
 		return "a message object"
-	case "[]toolcall.Call":
+	case "[]chat.Call":
 		return "an array of tool calls"
 	case "task.Task":
 		return "a task object"

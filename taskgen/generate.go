@@ -19,9 +19,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/sandbox/sqldb"
 	"github.com/mcprl/mcprl/task"
-	"github.com/mcprl/mcprl/toolcall"
 )
 
 // Categories of generated tasks, in the order the generator cycles through them.
@@ -111,7 +111,7 @@ type cand struct {
 
 	used map[int]bool // wordings already written
 	ok   bool         // realized once: its queries ran and its result fits
-	msgs []task.Message
+	msgs []chat.Message
 	res  *sqldb.Result // the oracle's result (one cell) or the golden's last observation (rows)
 }
 
@@ -144,7 +144,7 @@ func (g *gen) run() ([]task.Task, error) {
 			Task:                  text,
 			GroundTruthAssertions: []string{c.oracle},
 			Fixture:               g.fx.Name,
-			Golden:                append(append([]task.Message(nil), c.msgs...), task.Message{Role: "assistant", Content: c.answer(c.res)}),
+			Golden:                append(append([]chat.Message(nil), c.msgs...), chat.Message{Role: "assistant", Content: c.answer(c.res)}),
 			Category:              c.cat,
 		})
 	}
@@ -219,7 +219,7 @@ func (g *gen) realize(c *cand) (bool, error) {
 		return false, nil
 	}
 	c.res = &sqldb.Result{}
-	var msgs []task.Message
+	var msgs []chat.Message
 	var last *sqldb.Result
 	for _, st := range c.steps {
 		res, err := g.db.Query(g.ctx, st.sql)
@@ -237,8 +237,8 @@ func (g *gen) realize(c *cand) (bool, error) {
 			return false, err
 		}
 		msgs = append(msgs,
-			task.Message{Role: "assistant", Content: st.say, ToolCalls: []toolcall.Call{{Name: QueryTool, Arguments: args}}},
-			task.Message{Role: "tool", Name: QueryTool, Content: res.Text()})
+			chat.Message{Role: "assistant", Content: st.say, ToolCalls: []chat.Call{{Name: QueryTool, Arguments: args}}},
+			chat.Message{Role: "tool", Name: QueryTool, Content: res.Text()})
 		last = res
 	}
 	res, err := g.db.Oracle(g.ctx, c.oracle)

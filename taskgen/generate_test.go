@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/internal/pgtest"
-	"github.com/mcprl/mcprl/policy"
 	"github.com/mcprl/mcprl/reward"
 	"github.com/mcprl/mcprl/rollout"
 	"github.com/mcprl/mcprl/sandbox"
@@ -114,7 +114,7 @@ func checkTasks(t *testing.T, fx *task.Fixture, tasks []task.Task, dsn string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		traj, err := reward.Replay(ctx, sb, tk, goldenText(tk))
+		traj, err := reward.Replay(ctx, sb, goldenText(tk))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +148,7 @@ func checkTasks(t *testing.T, fx *task.Fixture, tasks []task.Task, dsn string) {
 		}
 		// A wrong answer must not pass: the same trajectory without its
 		// queries (answer only) fails the assertions.
-		bare := &rollout.Trajectory{Task: tk, Answer: traj.Answer, Turns: []rollout.Turn{{Text: traj.Answer}}}
+		bare := &chat.Trajectory{Answer: traj.Answer, Turns: []chat.Turn{{Text: traj.Answer}}}
 		if s, err := assertions.Score(ctx, &reward.Input{Task: tk, Trajectory: bare, Sandbox: sb}); err != nil || s.Value != 0 {
 			t.Errorf("%s: an answer without queries scores %v (%v)", tk.ID, s.Value, err)
 		}
@@ -339,16 +339,16 @@ func TestGoldenThroughRollout(t *testing.T) {
 	}
 	v := reward.Verifiable()
 	r := &rollout.Runner{
-		Policy: &policy.Replay{Scripts: scripts}, Tokenizer: tok, Template: tpl,
+		Policy: &rollout.Script{Scripts: scripts}, Tokenizer: tok, Template: tpl,
 		Config: rollout.Config{NumGenerations: 1, MaxCompletionLength: 4096, MaxToolCallingIterations: iters},
-		Finish: func(ctx context.Context, tr *rollout.Trajectory, sb *sandbox.Sandbox) error {
-			s, err := v.Score(ctx, &reward.Input{Task: tr.Task, Trajectory: tr, Sandbox: sb})
+		Finish: func(ctx context.Context, tk *task.Task, tr *chat.Trajectory, sb *sandbox.Sandbox) error {
+			s, err := v.Score(ctx, &reward.Input{Task: tk, Trajectory: tr, Sandbox: sb})
 			if err != nil {
 				return err
 			}
-			scores[index[tr.Task]] = s.Value
+			scores[index[tk]] = s.Value
 			if s.Value != 1 {
-				t.Errorf("%s: %v\n%s", tr.Task.ID, s.Value, reward.Breakdown(v.Name(), s))
+				t.Errorf("%s: %v\n%s", tk.ID, s.Value, reward.Breakdown(v.Name(), s))
 			}
 			return nil
 		},
@@ -388,7 +388,7 @@ func TestPortableAssertions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		traj, err := reward.Replay(ctx, sb, tk, goldenText(tk))
+		traj, err := reward.Replay(ctx, sb, goldenText(tk))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"log"
 
-	"github.com/mcprl/mcprl/task"
+	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/tokenizer"
-	"github.com/mcprl/mcprl/toolcall"
 )
 
 func ExampleTokenizer_Encode() {
@@ -36,10 +35,10 @@ func ExampleTemplate_Render() {
 	}
 	tools := []json.RawMessage{json.RawMessage(`{"type": "function", "function": {"name": "query_database",
 		"parameters": {"type": "object", "properties": {"sql": {"type": "string"}}, "required": ["sql"]}}}`)}
-	msgs := []task.Message{
+	msgs := []chat.Message{
 		{Role: "system", Content: "You are an MCP agent."},
 		{Role: "user", Content: "How many singers?"},
-		{Role: "assistant", ToolCalls: []toolcall.Call{{Name: "query_database", Arguments: json.RawMessage(`{"sql": "SELECT COUNT(*) FROM singer"}`)}}},
+		{Role: "assistant", ToolCalls: []chat.Call{{Name: "query_database", Arguments: json.RawMessage(`{"sql": "SELECT COUNT(*) FROM singer"}`)}}},
 		{Role: "tool", Content: "[[6]]"},
 	}
 	prompt, err := tmpl.Render(msgs, tools, true)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/task"
 )
 
@@ -178,13 +179,13 @@ func TestTaskTokenCounts(t *testing.T) {
 	}
 	var totFull, totSmall int
 	for _, tk := range tasks {
-		prompt := []task.Message{{Role: "system", Content: tk.SystemPrompt}, {Role: "user", Content: tk.Task}}
+		prompt := []chat.Message{{Role: "system", Content: tk.SystemPrompt}, {Role: "user", Content: tk.Task}}
 		if tk.SystemPrompt == "" {
 			prompt = prompt[1:]
 		}
 		for _, conv := range []struct {
 			what string
-			msgs []task.Message
+			msgs []chat.Message
 			gen  bool
 		}{{"prompt", prompt, true}, {"golden", append(slices.Clone(prompt), tk.Golden...), false}} {
 			if conv.what == "golden" && len(tk.Golden) == 0 {

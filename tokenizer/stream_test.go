@@ -8,7 +8,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/mcprl/mcprl/task"
+	"github.com/mcprl/mcprl/chat"
 )
 
 // streamAll feeds ids one at a time and returns the chunks, Flush last.
@@ -150,7 +150,7 @@ func TestConcurrentEncode(t *testing.T) {
 					errs <- fmt.Sprintf("case %d differs under concurrency", i+1)
 					return
 				}
-				if _, err := tp.Render([]task.Message{{Role: "user", Content: cases[i].Text}}, nil, true); err != nil {
+				if _, err := tp.Render([]chat.Message{{Role: "user", Content: cases[i].Text}}, nil, true); err != nil {
 					errs <- err.Error()
 					return
 				}

@@ -8,8 +8,7 @@ import (
 	"io"
 
 	"github.com/ardanlabs/jinja"
-
-	"github.com/mcprl/mcprl/task"
+	"github.com/mcprl/mcprl/chat"
 )
 
 // Template is a compiled chat template (the Jinja chat_template of
@@ -85,13 +84,13 @@ func (t *Tokenizer) ChatTemplateSource() (string, error) {
 // {"type":"function","function":{...}}; nil for none) as transformers'
 // apply_chat_template(messages, tools=tools, add_generation_prompt=...,
 // tokenize=False) does.
-func (tp *Template) Render(messages []task.Message, tools []json.RawMessage, addGenerationPrompt bool) (string, error) {
+func (tp *Template) Render(messages []chat.Message, tools []json.RawMessage, addGenerationPrompt bool) (string, error) {
 	return tp.RenderVars(messages, tools, addGenerationPrompt, nil)
 }
 
 // RenderVars is Render with extra template variables, such as Qwen3's
 // enable_thinking. Values are JSON-encoded Go values (json.RawMessage keeps order).
-func (tp *Template) RenderVars(messages []task.Message, tools []json.RawMessage, addGenerationPrompt bool, vars map[string]any) (string, error) {
+func (tp *Template) RenderVars(messages []chat.Message, tools []json.RawMessage, addGenerationPrompt bool, vars map[string]any) (string, error) {
 	data := make(map[string]jinja.Value, len(tp.vars)+len(vars)+3)
 	for k, v := range tp.vars {
 		data[k] = v
@@ -133,7 +132,7 @@ func (tp *Template) RenderVars(messages []task.Message, tools []json.RawMessage,
 
 // messageValues builds the HF chat form of messages: {role, content,
 // tool_calls: [{type: "function", function: {name, arguments}}], name}.
-func messageValues(messages []task.Message) (jinja.Value, error) {
+func messageValues(messages []chat.Message) (jinja.Value, error) {
 	items := make([]jinja.Value, len(messages))
 	for i, m := range messages {
 		v := jinja.NewDict()

@@ -7,8 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcprl/mcprl/task"
-	"github.com/mcprl/mcprl/toolcall"
+	"github.com/mcprl/mcprl/chat"
 )
 
 // renderCase is the reference file's form: HF chat messages, tools, and what
@@ -31,10 +30,10 @@ type hfMessage struct {
 	} `json:"tool_calls"`
 }
 
-func (m hfMessage) task() task.Message {
-	out := task.Message{Role: m.Role, Content: m.Content, Name: m.Name}
+func (m hfMessage) task() chat.Message {
+	out := chat.Message{Role: m.Role, Content: m.Content, Name: m.Name}
 	for _, c := range m.ToolCalls {
-		out.ToolCalls = append(out.ToolCalls, toolcall.Call{Name: c.Function.Name, Arguments: c.Function.Arguments})
+		out.ToolCalls = append(out.ToolCalls, chat.Call{Name: c.Function.Name, Arguments: c.Function.Arguments})
 	}
 	return out
 }
@@ -52,8 +51,8 @@ func readRenderFile(t *testing.T, name string) renderFile {
 	return f
 }
 
-func taskMessages(ms []hfMessage) []task.Message {
-	out := make([]task.Message, len(ms))
+func taskMessages(ms []hfMessage) []chat.Message {
+	out := make([]chat.Message, len(ms))
 	for i, m := range ms {
 		out[i] = m.task()
 	}
@@ -170,10 +169,10 @@ func TestTemplateRaiseException(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tp.Render([]task.Message{{Role: "tool", Content: "x"}}, nil, false); err == nil || !strings.Contains(err.Error(), "first message must be user, got tool") {
+	if _, err := tp.Render([]chat.Message{{Role: "tool", Content: "x"}}, nil, false); err == nil || !strings.Contains(err.Error(), "first message must be user, got tool") {
 		t.Errorf("err = %v, want the raised message", err)
 	}
-	if got, err := tp.Render([]task.Message{{Role: "user", Content: "x"}}, nil, false); err != nil || got != "ok" {
+	if got, err := tp.Render([]chat.Message{{Role: "user", Content: "x"}}, nil, false); err != nil || got != "ok" {
 		t.Errorf("Render = %q, %v; want ok", got, err)
 	}
 }
@@ -184,7 +183,7 @@ func TestTemplateBadArguments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs := []task.Message{{Role: "user", Content: "q"}, {Role: "assistant", ToolCalls: []toolcall.Call{{Name: "f", Arguments: json.RawMessage(`{"a": `)}}}}
+	msgs := []chat.Message{{Role: "user", Content: "q"}, {Role: "assistant", ToolCalls: []chat.Call{{Name: "f", Arguments: json.RawMessage(`{"a": `)}}}}
 	if _, err := tp.Render(msgs, nil, false); err == nil {
 		t.Error("Render accepted truncated JSON arguments")
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/mcprl/mcprl/chat"
 )
 
 // The tags around one call, as Qwen2.5/Qwen3 and Hermes chat templates write them.
@@ -41,7 +43,7 @@ func (e *ParseError) Error() string { return e.Msg }
 // of the text when unterminated); Start and End delimit the whole block,
 // tags included.
 type Parsed struct {
-	Call       Call
+	Call       chat.Call
 	Raw        string
 	Start, End int
 	Err        *ParseError
@@ -108,9 +110,9 @@ func ParseKnown(text string, catalog []string) []Parsed {
 	return ps
 }
 
-func decode(raw string, offset int) (Call, *ParseError) {
-	bad := func(kind ErrorKind, format string, a ...any) (Call, *ParseError) {
-		return Call{}, &ParseError{Kind: kind, Offset: offset, Msg: fmt.Sprintf(format, a...)}
+func decode(raw string, offset int) (chat.Call, *ParseError) {
+	bad := func(kind ErrorKind, format string, a ...any) (chat.Call, *ParseError) {
+		return chat.Call{}, &ParseError{Kind: kind, Offset: offset, Msg: fmt.Sprintf(format, a...)}
 	}
 	trimmed := strings.TrimSpace(raw)
 	var probe any
@@ -138,7 +140,7 @@ func decode(raw string, offset int) (Call, *ParseError) {
 	case args[0] != '{':
 		return bad(ErrArguments, "tool call %q: \"arguments\" must be a JSON object", name)
 	}
-	return Call{Name: name, Arguments: json.RawMessage(args)}, nil
+	return chat.Call{Name: name, Arguments: json.RawMessage(args)}, nil
 }
 
 // StripCalls returns text with every tool-call block removed and the rest

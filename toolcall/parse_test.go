@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/mcprl/mcprl/chat"
 )
 
 func TestParseWellFormed(t *testing.T) {
@@ -98,7 +100,7 @@ func TestParseKnown(t *testing.T) {
 }
 
 func TestRenderCallRoundTrip(t *testing.T) {
-	c := Call{Name: "query_database", Arguments: json.RawMessage(`{"sql": "SELECT \"a\" <b>", "z": 1, "a": 2}`)}
+	c := chat.Call{Name: "query_database", Arguments: json.RawMessage(`{"sql": "SELECT \"a\" <b>", "z": 1, "a": 2}`)}
 	s := RenderCall(c)
 	want := "<tool_call>\n{\"name\": \"query_database\", \"arguments\": {\"sql\": \"SELECT \\\"a\\\" <b>\", \"z\": 1, \"a\": 2}}\n</tool_call>"
 	if s != want {
@@ -108,7 +110,7 @@ func TestRenderCallRoundTrip(t *testing.T) {
 	if len(ps) != 1 || ps[0].Err != nil || ps[0].Call.Name != c.Name || string(ps[0].Call.Arguments) != string(c.Arguments) {
 		t.Fatalf("round trip: %+v", ps)
 	}
-	if got := RenderCall(Call{Name: "run_linter"}); got != "<tool_call>\n{\"name\": \"run_linter\", \"arguments\": {}}\n</tool_call>" {
+	if got := RenderCall(chat.Call{Name: "run_linter"}); got != "<tool_call>\n{\"name\": \"run_linter\", \"arguments\": {}}\n</tool_call>" {
 		t.Errorf("empty arguments: %q", got)
 	}
 }

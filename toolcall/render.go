@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mcprl/mcprl/chat"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -16,7 +17,7 @@ const CatalogPreamble = "You are a Model Context Protocol reasoning agent. You h
 // RenderCall writes a call the way Qwen2.5's chat template does:
 // "<tool_call>\n{\"name\": NAME, \"arguments\": ARGS}\n</tool_call>", with the
 // arguments' bytes as the model wrote them (key order kept) and {} when empty.
-func RenderCall(c Call) string {
+func RenderCall(c chat.Call) string {
 	args := bytes.TrimSpace(c.Arguments)
 	if len(args) == 0 {
 		args = []byte("{}")

@@ -18,9 +18,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/internal/pycompat"
 	"github.com/mcprl/mcprl/reward"
-	"github.com/mcprl/mcprl/rollout"
 	"github.com/mcprl/mcprl/task"
 	"github.com/mcprl/mcprl/toolcall"
 )
@@ -501,7 +501,7 @@ func (s *scorer) score(ctx context.Context, buf []byte, i int, c completionLine)
 		in.Sandbox = sb
 		in.Catalog = toolNames(sb)
 	} else {
-		in.Trajectory = textTrajectory(t, c.completion)
+		in.Trajectory = textTrajectory(c.completion)
 	}
 	sc, err := s.fn.Score(ctx, in)
 	if err != nil {
@@ -524,16 +524,16 @@ func (s *scorer) score(ctx context.Context, buf []byte, i int, c completionLine)
 
 // textTrajectory is a one-turn trajectory of a completion whose calls were
 // parsed but not run.
-func textTrajectory(t *task.Task, text string) *rollout.Trajectory {
-	turn := rollout.Turn{Text: text}
+func textTrajectory(text string) *chat.Trajectory {
+	turn := chat.Turn{Text: text}
 	for _, p := range toolcall.Parse(text) {
-		cr := rollout.CallResult{Call: p.Call}
+		cr := chat.CallResult{Call: p.Call}
 		if p.Err != nil {
 			cr.ParseError = p.Err.Error()
 		}
 		turn.Calls = append(turn.Calls, cr)
 	}
-	return &rollout.Trajectory{Task: t, Turns: []rollout.Turn{turn}, Answer: toolcall.StripCalls(text)}
+	return &chat.Trajectory{Turns: []chat.Turn{turn}, Answer: toolcall.StripCalls(text)}
 }
 
 func errorLine(buf []byte, i int, c completionLine, msg string) []byte {

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/reward"
-	"github.com/mcprl/mcprl/rollout"
 	"github.com/mcprl/mcprl/sandbox"
 	"github.com/mcprl/mcprl/task"
 )
@@ -54,7 +54,7 @@ func (r *liveRunner) factory(ctx context.Context, name string) (*sandbox.Factory
 // run executes the completion's well-formed calls in order in a new fork
 // and returns the fork (the caller closes it) and the trajectory. A tool
 // server failure ends the trajectory with Error set, as a rollout would.
-func (r *liveRunner) run(ctx context.Context, t *task.Task, completion string) (*sandbox.Sandbox, *rollout.Trajectory, error) {
+func (r *liveRunner) run(ctx context.Context, t *task.Task, completion string) (*sandbox.Sandbox, *chat.Trajectory, error) {
 	if t == nil {
 		return nil, nil, errors.New("no task for this completion")
 	}
@@ -69,7 +69,7 @@ func (r *liveRunner) run(ctx context.Context, t *task.Task, completion string) (
 	if err != nil {
 		return nil, nil, fmt.Errorf("fork sandbox for task %q: %w", t.ID, err)
 	}
-	traj, err := reward.Replay(ctx, sb, t, completion)
+	traj, err := reward.Replay(ctx, sb, completion)
 	if err != nil {
 		sb.Close()
 		return nil, nil, err

@@ -1,4 +1,4 @@
-package policy_test
+package model_test
 
 import (
 	"context"
@@ -54,14 +54,14 @@ func logProbs(t *testing.T, m *model.Model, seq []int32) []float32 {
 	return tensors.MustCopyFlatData[float32](res[0])[:len(ids)]
 }
 
-// TestModelBudgetsAndContinuation: a sequence with a small budget samples
+// TestPolicyBudgetsAndContinuation: a sequence with a small budget samples
 // no more than it (nothing it would not keep goes into the cache), an
 // observation appended while the sequence sits out a Generate is kept,
 // and every sampled log-prob equals the model's log-prob of that token in
 // the sequence as the rollout records it (prompt, samples, observations).
-func TestModelBudgetsAndContinuation(t *testing.T) {
+func TestPolicyBudgetsAndContinuation(t *testing.T) {
 	m := tinyModel(t)
-	p := &policy.Model{M: m, Capacity: 512}
+	p := &model.Policy{M: m, Capacity: 512}
 	ctx := context.Background()
 	prompts := [][]int32{{5, 6, 7, 8, 9}, {10, 11, 12}}
 	b, err := p.NewBatch(ctx, prompts, policy.SampleOptions{Temperature: 1, Seed: 3})
@@ -116,39 +116,14 @@ func TestModelBudgetsAndContinuation(t *testing.T) {
 	}
 }
 
-// TestReplay: a script's turns come back in order, cut at a stop id or the
-// budget, whatever was appended.
-func TestReplay(t *testing.T) {
-	r := &policy.Replay{Scripts: [][][]int32{{{1, 2, 9, 3}, {4, 5}}}}
-	b, err := r.NewBatch(context.Background(), [][]int32{{7}, {8}}, policy.SampleOptions{StopIDs: []int32{9}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := b.Generate(context.Background(), []int{10, 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(out[0].IDs) != 3 || !out[0].Stopped || len(out[1].IDs) != 1 || out[1].Stopped {
-		t.Errorf("first turn: %+v", out)
-	}
-	out, _ = b.Generate(context.Background(), []int{10, 10})
-	if len(out[0].IDs) != 2 || out[0].Stopped || out[0].IDs[0] != 4 {
-		t.Errorf("second turn: %+v", out)
-	}
-	out, _ = b.Generate(context.Background(), []int{10, 10})
-	if len(out[0].IDs) != 0 {
-		t.Errorf("past the script: %+v", out)
-	}
-}
-
-// TestModelCapacity: with CompletionSlots the cache is sized from the
+// TestPolicyCapacity: with CompletionSlots the cache is sized from the
 // prompts; when an observation no longer fits, the sequences that wanted
 // to continue get an empty, unstopped sample (out of budget) and the batch
 // goes on, rather than failing.
-func TestModelCapacity(t *testing.T) {
+func TestPolicyCapacity(t *testing.T) {
 	m := tinyModel(t)
 	// prompts of 5 tokens take 16 slots (the smallest bucket); 64 slots in all.
-	p := &policy.Model{M: m, CompletionSlots: 30}
+	p := &model.Policy{M: m, CompletionSlots: 30}
 	ctx := context.Background()
 	b, err := p.NewBatch(ctx, [][]int32{{5, 6, 7, 8, 9}, {10, 11}}, policy.SampleOptions{Temperature: 1, Seed: 1})
 	if err != nil {

@@ -1,24 +1,26 @@
-package policy
+package rollout
 
 import (
 	"context"
 	"fmt"
+
+	"github.com/mcprl/mcprl/policy"
 )
 
-// Replay is a scripted policy: sequence i of a batch answers its turns with
+// Script is a scripted policy: sequence i of a batch answers its turns with
 // Scripts[i mod len(Scripts)], one token list per turn, whatever the
 // observations were. It drives rollouts of golden trajectories and of
 // recorded completions (mcprl score, eval of a golden agent).
-type Replay struct {
+type Script struct {
 	Scripts [][][]int32
 }
 
-// NewBatch implements Policy.
-func (r *Replay) NewBatch(ctx context.Context, prompts [][]int32, opts SampleOptions) (Batch, error) {
+// NewBatch implements policy.Policy.
+func (r *Script) NewBatch(ctx context.Context, prompts [][]int32, opts policy.SampleOptions) (policy.Batch, error) {
 	if len(r.Scripts) == 0 {
-		return nil, fmt.Errorf("replay policy: no scripts")
+		return nil, fmt.Errorf("script policy: no scripts")
 	}
-	b := &replayBatch{stop: map[int32]bool{}, turn: make([]int, len(prompts)), seqs: make([][][]int32, len(prompts))}
+	b := &scriptBatch{stop: map[int32]bool{}, turn: make([]int, len(prompts)), seqs: make([][][]int32, len(prompts))}
 	for i := range prompts {
 		b.seqs[i] = r.Scripts[i%len(r.Scripts)]
 	}
@@ -28,24 +30,24 @@ func (r *Replay) NewBatch(ctx context.Context, prompts [][]int32, opts SampleOpt
 	return b, nil
 }
 
-type replayBatch struct {
+type scriptBatch struct {
 	seqs [][][]int32
 	turn []int
 	stop map[int32]bool
 }
 
-func (b *replayBatch) Generate(ctx context.Context, maxNew []int) ([]Sample, error) {
+func (b *scriptBatch) Generate(ctx context.Context, maxNew []int) ([]policy.Sample, error) {
 	if len(maxNew) != len(b.seqs) {
-		return nil, fmt.Errorf("replay policy: %d budgets for %d sequences", len(maxNew), len(b.seqs))
+		return nil, fmt.Errorf("script policy: %d budgets for %d sequences", len(maxNew), len(b.seqs))
 	}
-	out := make([]Sample, len(b.seqs))
+	out := make([]policy.Sample, len(b.seqs))
 	for i, n := range maxNew {
 		if n <= 0 || b.turn[i] >= len(b.seqs[i]) {
 			continue
 		}
 		ids := b.seqs[i][b.turn[i]]
 		b.turn[i]++
-		s := Sample{}
+		s := policy.Sample{}
 		for _, id := range ids {
 			if len(s.IDs) == n {
 				break
@@ -62,11 +64,11 @@ func (b *replayBatch) Generate(ctx context.Context, maxNew []int) ([]Sample, err
 	return out, nil
 }
 
-func (b *replayBatch) Append(i int, tokens []int32) error {
+func (b *scriptBatch) Append(i int, tokens []int32) error {
 	if i < 0 || i >= len(b.seqs) {
-		return fmt.Errorf("replay policy: no sequence %d", i)
+		return fmt.Errorf("script policy: no sequence %d", i)
 	}
 	return nil
 }
 
-func (b *replayBatch) Close() error { return nil }
+func (b *scriptBatch) Close() error { return nil }

@@ -1,19 +1,19 @@
-package policy
+package model
 
 import (
 	"context"
 	"errors"
 	"fmt"
 
-	"github.com/mcprl/mcprl/model"
+	"github.com/mcprl/mcprl/policy"
 )
 
-// Model samples from a Qwen2 model with a KV cache: one cached session per
+// Policy samples from a Qwen2 model with a KV cache: one cached session per
 // batch, prompts and observations fed through the model once.
-type Model struct {
-	M *model.Model
+type Policy struct {
+	M *Model
 	// Capacity is the number of cache slots of a batch's session (see
-	// model.Session); it bounds the prompt chunk plus every sampled and
+	// Session); it bounds the prompt chunk plus every sampled and
 	// appended token of a batch.
 	Capacity int
 	// CompletionSlots, when > 0, sizes each batch's cache from its own
@@ -25,25 +25,22 @@ type Model struct {
 	CompletionSlots int
 }
 
-// maxChunk is model.Session's longest chunk of one feed.
-const maxChunk = 512
-
-// feedSlots is the number of cache slots model.Session.Append takes to feed
+// feedSlots is the number of cache slots Session.Append takes to feed
 // sequences of which the longest has n tokens.
 func feedSlots(n int) int {
 	slots := 0
 	for n > 0 {
 		c := min(n, maxChunk)
-		slots += min(model.Bucket(c), maxChunk)
+		slots += min(Bucket(c), maxChunk)
 		n -= c
 	}
 	return slots
 }
 
-// NewBatch implements Policy.
-func (p *Model) NewBatch(ctx context.Context, prompts [][]int32, opts SampleOptions) (Batch, error) {
+// NewBatch implements policy.Policy.
+func (p *Policy) NewBatch(ctx context.Context, prompts [][]int32, opts policy.SampleOptions) (policy.Batch, error) {
 	if len(prompts) == 0 {
-		return nil, fmt.Errorf("model policy: no prompts")
+		return nil, fmt.Errorf("policy: no prompts")
 	}
 	capacity := p.Capacity
 	if p.CompletionSlots > 0 {
@@ -55,7 +52,7 @@ func (p *Model) NewBatch(ctx context.Context, prompts [][]int32, opts SampleOpti
 	}
 	s, err := p.M.NewSession(len(prompts), capacity, uint64(opts.Seed))
 	if err != nil {
-		return nil, fmt.Errorf("model policy: %w", err)
+		return nil, fmt.Errorf("policy: %w", err)
 	}
 	b := &modelBatch{s: s, opts: opts, pending: make([][]int, len(prompts))}
 	for i, pr := range prompts {
@@ -65,23 +62,23 @@ func (p *Model) NewBatch(ctx context.Context, prompts [][]int32, opts SampleOpti
 }
 
 type modelBatch struct {
-	s       *model.Session
-	opts    SampleOptions
+	s       *Session
+	opts    policy.SampleOptions
 	pending [][]int // tokens to feed before the next Generate
 }
 
 // Generate feeds every pending prompt or observation in one batched
 // Append, then samples the sequences that got budget.
-func (b *modelBatch) Generate(ctx context.Context, maxNew []int) ([]Sample, error) {
+func (b *modelBatch) Generate(ctx context.Context, maxNew []int) ([]policy.Sample, error) {
 	if len(maxNew) != len(b.pending) {
-		return nil, fmt.Errorf("model policy: %d budgets for %d sequences", len(maxNew), len(b.pending))
+		return nil, fmt.Errorf("policy: %d budgets for %d sequences", len(maxNew), len(b.pending))
 	}
 	feed := make([][]int, len(b.pending))
 	active := false
 	for i, n := range maxNew {
 		if n > 0 {
 			if len(b.pending[i]) == 0 {
-				return nil, fmt.Errorf("model policy: sequence %d continues with nothing appended since its last turn", i)
+				return nil, fmt.Errorf("policy: sequence %d continues with nothing appended since its last turn", i)
 			}
 			feed[i] = b.pending[i]
 			active = true
@@ -92,19 +89,19 @@ func (b *modelBatch) Generate(ctx context.Context, maxNew []int) ([]Sample, erro
 			b.pending[i] = nil
 		}
 	}
-	out := make([]Sample, len(maxNew))
+	out := make([]policy.Sample, len(maxNew))
 	if !active {
 		return out, nil
 	}
 	if err := b.s.Append(ctx, feed); err != nil {
-		if errors.Is(err, model.ErrCapacity) {
+		if errors.Is(err, ErrCapacity) {
 			// The cache has no room for these prompts or observations
 			// (the session is unchanged): every sequence that wanted to
 			// continue ends here, out of budget, like one that ran out of
 			// tokens; the run goes on.
 			return out, nil
 		}
-		return nil, fmt.Errorf("model policy: %w", err)
+		return nil, fmt.Errorf("policy: %w", err)
 	}
 	stop := make([]int, len(b.opts.StopIDs))
 	for i, id := range b.opts.StopIDs {
@@ -116,22 +113,22 @@ func (b *modelBatch) Generate(ctx context.Context, maxNew []int) ([]Sample, erro
 	for i, n := range maxNew {
 		budgets[i] = max(n, 0)
 	}
-	comps, err := b.s.Generate(ctx, model.SampleOptions{
+	comps, err := b.s.Generate(ctx, SampleOptions{
 		Temperature: b.opts.Temperature, TopP: b.opts.TopP, TopK: b.opts.TopK,
 		MaxNewTokensPer: budgets, Stop: stop,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("model policy: %w", err)
+		return nil, fmt.Errorf("policy: %w", err)
 	}
 	for i, c := range comps {
 		if maxNew[i] == 0 {
 			continue
 		}
 		n := min(len(c.Tokens), maxNew[i])
-		out[i] = Sample{
+		out[i] = policy.Sample{
 			IDs:      toInt32(c.Tokens[:n]),
 			LogProbs: append([]float32(nil), c.LogProbs[:n]...),
-			Stopped:  c.Stop == model.StopToken && n == len(c.Tokens),
+			Stopped:  c.Stop == StopToken && n == len(c.Tokens),
 		}
 	}
 	return out, nil
@@ -141,7 +138,7 @@ func (b *modelBatch) Generate(ctx context.Context, maxNew []int) ([]Sample, erro
 // batched with every other sequence's.
 func (b *modelBatch) Append(i int, tokens []int32) error {
 	if i < 0 || i >= len(b.pending) {
-		return fmt.Errorf("model policy: no sequence %d", i)
+		return fmt.Errorf("policy: no sequence %d", i)
 	}
 	b.pending[i] = append(b.pending[i], toInt(tokens)...)
 	return nil

@@ -1,18 +1,11 @@
-// Package rollout runs the multi-turn agent loop: for each task it samples
-// num_generations trajectories concurrently, each in its own sandbox fork,
-// executing the policy's tool calls over MCP between turns.
-package rollout
-
-import (
-	"github.com/mcprl/mcprl/task"
-	"github.com/mcprl/mcprl/toolcall"
-)
+package chat
 
 // Trajectory is one finished (or ended) attempt at a task: the text of every
 // assistant turn, the calls it made and what the tools answered, and the
-// token-level record the trainer needs.
+// token-level record the trainer needs. It does not point back at its task:
+// whoever ran it knows which task it belongs to (rollout.Run returns a
+// job's trajectories together).
 type Trajectory struct {
-	Task  *task.Task
 	Turns []Turn
 	// Answer is the text of the last assistant turn with its tool calls
 	// removed: what the agent finally said.
@@ -46,7 +39,7 @@ type Turn struct {
 
 // CallResult is one tool call and the observation it produced.
 type CallResult struct {
-	Call       toolcall.Call
+	Call       Call
 	ParseError string // non-empty when the call text could not be parsed
 	IsError    bool   // the tool (or the protocol) reported an error
 	Text       string // the observation text shown to the model

@@ -1,0 +1,110 @@
+package layers
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const (
+	module = "github.com/mcprl/mcprl/"
+	gomlx  = "github.com/gomlx/"
+	mcpSDK = "github.com/modelcontextprotocol/"
+)
+
+// forbidden lists, for each package, the import path prefixes it must not
+// depend on, directly or through any other package.
+var forbidden = map[string][]string{
+	"chat":      {gomlx, mcpSDK},
+	"policy":    {gomlx, mcpSDK},
+	"task":      {gomlx, mcpSDK},
+	"tokenizer": {gomlx, mcpSDK},
+	"taskgen":   {gomlx},
+	"toolcall":  {gomlx},
+	"reward":    {gomlx},
+	"rollout":   {gomlx},
+	"sandbox":   {gomlx},
+}
+
+// TestLayers runs `go list -deps` on each package and fails, naming the
+// chain of imports, when it reaches a forbidden one.
+func TestLayers(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Fatalf("the go command is needed to list dependencies: %v", err)
+	}
+	for pkg, bans := range forbidden {
+		t.Run(pkg, func(t *testing.T) {
+			imports := importGraph(t, module+pkg)
+			for _, ban := range bans {
+				if path := reach(imports, module+pkg, ban); path != nil {
+					t.Errorf("%s depends on %s*: %s", pkg, ban, strings.Join(path, " -> "))
+				}
+			}
+		})
+	}
+}
+
+// importGraph returns the direct imports of pkg and of each of its
+// dependencies, as `go list -deps` reports them.
+func importGraph(t *testing.T, pkg string) map[string][]string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, pkg).Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, ee.Stderr)
+		}
+		t.Fatalf("go list -deps %s: %v", pkg, err)
+	}
+	g := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		g[f[0]] = f[1:]
+	}
+	if _, ok := g[pkg]; !ok {
+		t.Fatalf("go list -deps %s did not list the package itself", pkg)
+	}
+	return g
+}
+
+// reach returns a chain of imports from "from" to the first package whose
+// path starts with prefix, or nil when there is none.
+func reach(g map[string][]string, from, prefix string) []string {
+	prev := map[string]string{from: ""}
+	queue := []string{from}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if strings.HasPrefix(p, prefix) {
+			var path []string
+			for q := p; q != ""; q = prev[q] {
+				path = append([]string{q}, path...)
+			}
+			return path
+		}
+		for _, q := range g[p] {
+			if _, seen := prev[q]; !seen {
+				prev[q] = p
+				queue = append(queue, q)
+			}
+		}
+	}
+	return nil
+}
+
+// TestReachFindsTheChain: the search names the chain through which a
+// forbidden package is reached (the test above can fail).
+func TestReachFindsTheChain(t *testing.T) {
+	g := map[string][]string{
+		"a": {"b", "c"},
+		"b": {"fmt"},
+		"c": {"d"},
+		"d": {gomlx + "gomlx/backends"},
+	}
+	got := strings.Join(reach(g, "a", gomlx), " ")
+	if want := "a c d " + gomlx + "gomlx/backends"; got != want {
+		t.Errorf("reach = %q, want %q", got, want)
+	}
+	if p := reach(g, "b", gomlx); p != nil {
+		t.Errorf("reach from b = %v, want none", p)
+	}
+}
