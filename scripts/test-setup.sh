@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs and starts what the test suite needs on a Debian machine (run as root):
 # PostgreSQL 15 with a test role and database, OpenBLAS (the model's float32 matmuls; gcc and the headers
-# for the benchmark's sgemm probe), and the npm packages tests drive.
+# for the benchmark's sgemm probe), the npm packages tests drive, and the pinned Python environment of
+# python/tests (python/requirements.lock) in a machine-level cache that .venv links to.
 # Writes .ci/env with the variables the tests read. Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,7 +10,8 @@ cd "$(dirname "$0")/.."
 need_apt=()
 command -v pg_ctlcluster >/dev/null 2>&1 || need_apt+=(postgresql)
 command -v node >/dev/null 2>&1 || need_apt+=(nodejs npm)
-command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
+command -v python3 >/dev/null 2>&1 || need_apt+=(python3 python3-venv)
+command -v python3 >/dev/null 2>&1 && ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1 && need_apt+=(python3-venv)
 [ -e /usr/include/x86_64-linux-gnu/cblas.h ] || [ -e /usr/include/cblas.h ] || need_apt+=(libopenblas-dev)
 command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)
 if [ ${#need_apt[@]} -gt 0 ]; then
@@ -44,6 +46,30 @@ SQL
 if [ -f testdata/npm/package.json ]; then
   (cd testdata/npm && npm ci --no-audit --no-fund --loglevel=error)
 fi
+
+# Python test environment: one venv per machine and lock file, shared by every clone and worktree (torch alone
+# is gigabytes: install it once per machine, never per test run). Built in place and marked complete at the
+# end; a half-built one (killed mid-install) is removed and rebuilt. flock serialises concurrent setups.
+lock=python/requirements.lock
+hash=$( (cat "$lock"; python3 -c 'import sys; print(sys.version)') | sha256sum | cut -c1-16)
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/mcprl"
+venv="$cache/venv-$hash"
+mkdir -p "$cache"
+(
+  flock 9
+  if [ ! -e "$venv/.complete" ]; then
+    rm -rf "$venv"
+    echo "creating the Python test environment in $venv (once per machine; a few minutes)"
+    start=$(date +%s)
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check -r "$lock"
+    "$venv/bin/pip" check
+    date -u +%FT%TZ > "$venv/.complete"
+    echo "Python test environment ready in $(( $(date +%s) - start )) s"
+  fi
+) 9>"$venv.lock"
+if [ -d .venv ] && [ ! -L .venv ]; then rm -rf .venv; fi
+ln -sfn "$venv" .venv
 
 cat > .ci/env <<ENV
 export MCPRL_TEST_POSTGRES='postgres://mcprl:mcprl@127.0.0.1:${port}/mcprl_test?sslmode=disable'

@@ -1,7 +1,26 @@
 #!/usr/bin/env bash
-# The whole test suite. With MCPRL_TEST_POSTGRES unset, PostgreSQL tests skip
-# locally and fail under CI=true; scripts/test-setup.sh sets everything up.
+# The whole test suite: Go's, then python/tests (transformers, TRL and tokenizers as references) with pytest in
+# the pinned environment that scripts/test-setup.sh links at .venv. With MCPRL_TEST_POSTGRES unset, PostgreSQL
+# tests skip locally and fail under CI=true; without .venv the Python tests skip locally and fail under CI=true.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 go vet ./...
 go test -count=1 -timeout 25m ./...
+
+if [ ! -x .venv/bin/python ]; then
+  if [ "${CI:-}" = true ]; then
+    echo "python/tests: no .venv; run scripts/test-setup.sh first" >&2
+    exit 1
+  fi
+  echo "python/tests skipped: no .venv (run scripts/test-setup.sh)"
+  exit 0
+fi
+# No network at test time: every model and tokenizer the tests load is made locally or copied into testdata.
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+rc=0
+.venv/bin/python -m pytest -q python/tests || rc=$?
+# pytest exits 5 when it collected no test: that is a failure here, the folder is never meant to be empty.
+if [ "$rc" -eq 5 ]; then
+  echo "python/tests: pytest collected no test" >&2
+fi
+exit "$rc"

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/tokenizer"
 )
 
@@ -22,6 +23,9 @@ func newTokenizeCmd() *cobra.Command {
 Encoding: {"text": "..."} -> {"ids": [...]}, exactly as the Hugging Face tokenizer of DIR encodes the text
 (added and special tokens such as <|im_start|> in the text become their single ids; no BOS/EOS added).
 With --decode: {"ids": [...]} -> {"text": "..."} (special tokens kept; invalid UTF-8 becomes U+FFFD).
+A chat: {"messages": [...], "tools": [...], "add_generation_prompt": true} -> {"text": "...", "ids": [...]},
+the tokenizer's chat template rendered (messages as in task files: tool_calls are {"name", "arguments"}) and
+encoded, what transformers' apply_chat_template(messages, tools=..., add_generation_prompt=...) gives.
 Other fields of the input lines are ignored. Empty lines are skipped.
 
 Example:
@@ -47,17 +51,38 @@ func tokenizeStream(in io.Reader, out io.Writer, t *tokenizer.Tokenizer, decode 
 	w := bufio.NewWriter(out)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
+	var tmpl *tokenizer.Template
 	for line := 1; ; line++ {
 		data, err := r.ReadBytes('\n')
 		if len(bytes.TrimSpace(data)) > 0 {
 			var rec struct {
-				Text *string `json:"text"`
-				IDs  *[]int  `json:"ids"`
+				Text                *string           `json:"text"`
+				IDs                 *[]int            `json:"ids"`
+				Messages            []chat.Message    `json:"messages"`
+				Tools               []json.RawMessage `json:"tools"`
+				AddGenerationPrompt bool              `json:"add_generation_prompt"`
 			}
 			if jerr := json.Unmarshal(data, &rec); jerr != nil {
 				return fmt.Errorf("stdin line %d: %w", line, jerr)
 			}
-			if decode {
+			if rec.Messages != nil {
+				if tmpl == nil {
+					var terr error
+					if tmpl, terr = t.Template(); terr != nil {
+						return terr
+					}
+				}
+				text, rerr := tmpl.Render(rec.Messages, rec.Tools, rec.AddGenerationPrompt)
+				if rerr != nil {
+					return fmt.Errorf("stdin line %d: %w", line, rerr)
+				}
+				if err := enc.Encode(struct {
+					Text string `json:"text"`
+					IDs  []int  `json:"ids"`
+				}{text, append([]int{}, t.Encode(text)...)}); err != nil {
+					return err
+				}
+			} else if decode {
 				if rec.IDs == nil {
 					return fmt.Errorf(`stdin line %d: no "ids" field`, line)
 				}

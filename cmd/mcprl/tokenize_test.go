@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/tokenizer"
 )
 
@@ -95,5 +96,50 @@ func TestTokenizerReduceCommand(t *testing.T) {
 	}
 	if _, err := runMcprl(t, "", "tokenizer", "reduce", "--tokenizer", qwenTestDir, "--out", dir); err == nil {
 		t.Error("reduce without --vocab or --size succeeded")
+	}
+}
+
+// TestTokenizeChat: a {"messages", "tools"} line gives the chat template's rendering and its ids, equal to the
+// tokenizer package's Render and Encode; a bad message is an error naming the input line.
+func TestTokenizeChat(t *testing.T) {
+	tok, err := tokenizer.Load(qwenTestDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := tok.Template()
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := `{"messages": [{"role": "user", "content": "count"}, {"role": "assistant", "content": "", "tool_calls": [{"name": "query_database", "arguments": {"sql": "SELECT 1"}}]}, {"role": "tool", "name": "query_database", "content": "1"}], "tools": [{"type": "function", "function": {"name": "query_database"}}], "add_generation_prompt": true}`
+	out, err := runMcprl(t, line+"\n", "tokenize", "--tokenizer", qwenTestDir)
+	if err != nil {
+		t.Fatalf("tokenize: %v\n%s", err, out)
+	}
+	var got struct {
+		Text string `json:"text"`
+		IDs  []int  `json:"ids"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var in struct {
+		Messages []chat.Message    `json:"messages"`
+		Tools    []json.RawMessage `json:"tools"`
+	}
+	if err := json.Unmarshal([]byte(line), &in); err != nil {
+		t.Fatal(err)
+	}
+	want, err := tmpl.Render(in.Messages, in.Tools, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Text != want || !strings.HasSuffix(got.Text, "<|im_start|>assistant\n") {
+		t.Errorf("text %q, want %q", got.Text, want)
+	}
+	if !slices.Equal(got.IDs, tok.Encode(want)) {
+		t.Errorf("ids %v, want %v", got.IDs, tok.Encode(want))
+	}
+	if _, err := runMcprl(t, "{\"text\": \"a\"}\n{\"messages\": [{\"role\": 3}]}\n", "tokenize", "--tokenizer", qwenTestDir); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("bad message: error %v, want one naming line 2", err)
 	}
 }
