@@ -66,6 +66,20 @@ func GoldenTurns(t *task.Task) ([]string, error) {
 	return turns, nil
 }
 
+// Demonstrated returns the jobs whose task has a golden trajectory, and
+// how many it left out: edge-case tasks carry only assertions (a verifier
+// is cheaper than a demonstration), which GRPO can use and SFT cannot.
+func Demonstrated(jobs []rollout.Job) (kept []rollout.Job, skipped int) {
+	for _, j := range jobs {
+		if len(j.Task.Golden) == 0 {
+			skipped++
+			continue
+		}
+		kept = append(kept, j)
+	}
+	return kept, skipped
+}
+
 // Examples replays the golden trajectory of every task through the rollout
 // loop, against each task's live sandbox, and returns the token streams.
 func Examples(ctx context.Context, tok *tokenizer.Tokenizer, tpl *tokenizer.Template, jobs []rollout.Job, maxPrompt, maxCompletion int) ([]Example, error) {

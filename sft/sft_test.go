@@ -15,6 +15,7 @@ import (
 	"github.com/mcprl/mcprl/sandbox"
 	"github.com/mcprl/mcprl/sft"
 	"github.com/mcprl/mcprl/task"
+	"github.com/mcprl/mcprl/taskgen"
 	"github.com/mcprl/mcprl/tokenizer"
 )
 
@@ -149,4 +150,34 @@ func toInts(ids []int32) []int {
 		out[i] = int(id)
 	}
 	return out
+}
+
+// TestDemonstrated keeps the generated tasks that have a golden trajectory
+// and counts the edge cases, which carry only assertions, as skipped.
+func TestDemonstrated(t *testing.T) {
+	fx, err := task.LoadFixture("../examples/fixtures/customers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := taskgen.Generate(context.Background(), fx, taskgen.Options{N: 45, Seed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := make([]rollout.Job, len(tasks))
+	edge := 0
+	for i := range tasks {
+		jobs[i] = rollout.Job{Task: &tasks[i]}
+		if taskgen.IsEdgeCase(tasks[i].Category) {
+			edge++
+		}
+	}
+	kept, skipped := sft.Demonstrated(jobs)
+	if skipped != edge || len(kept) != len(tasks)-edge || edge == 0 {
+		t.Fatalf("kept %d, skipped %d; %d of %d tasks are edge cases", len(kept), skipped, edge, len(tasks))
+	}
+	for _, j := range kept {
+		if _, err := sft.GoldenTurns(j.Task); err != nil {
+			t.Error(err)
+		}
+	}
 }

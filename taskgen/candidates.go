@@ -81,6 +81,7 @@ func (g *gen) candidates() []*cand {
 	for _, fk := range g.s.ForeignKeys {
 		g.joinCands(fk, add)
 	}
+	g.lintCands(add)
 	return out
 }
 
@@ -543,144 +544,6 @@ func (g *gen) dateCands(t *Table, add func(*cand)) {
 	}
 }
 
-// schemaSQL lists tables and columns the way this backend allows.
-func (g *gen) schemaSQL() string {
-	if g.s.Backend == "postgres" {
-		return "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = current_schema() ORDER BY table_name, ordinal_position"
-	}
-	return "SELECT m.name AS table_name, p.name AS column_name FROM sqlite_schema AS m JOIN pragma_table_info(m.name) AS p WHERE m.type = 'table' ORDER BY m.name, p.cid"
-}
-
-func quoteForms(forms []string) string {
-	q := make([]string, len(forms))
-	for i, f := range forms {
-		q[i] = "'" + f + "'"
-	}
-	return joinList(q)
-}
-
-func (g *gen) edgeCands(t *Table, add func(*cand)) {
-	w := words(t)
-	tab := ident(t.Name)
-	for _, c := range t.Columns {
-		col := ident(c.Name)
-		cw := with(w, "col", colWords(c.Name))
-		gs := groups(t, c)
-		distinct := "SELECT " + col + ", COUNT(*) FROM " + tab + " GROUP BY " + col + " ORDER BY " + col
-		for _, gr := range gs {
-			if gr.clean() {
-				continue
-			}
-			where := " WHERE LOWER(TRIM(" + col + ")) = " + literal(gr.norm)
-			var texts []string
-			for _, v := range casings(gr.norm) {
-				vw := with(cw, "v", v)
-				texts = append(texts, fillAll([]string{
-					"How many {n} have {col} {v}?",
-					"How many {n} are there with a {col} of '{v}'?",
-					"Count the {n} whose {col} is {v}.",
-				}, vw)...)
-			}
-			look := step{g.says("First I look at how the "+cw["col"]+" values are actually written.",
-				"Before filtering I check the stored spellings of "+c.Name+"."), distinct}
-			norm := "They differ in case and spacing, so I compare LOWER(TRIM(" + c.Name + "))."
-			forms := quoteForms(gr.forms)
-			add(&cand{cat: "edge-case", shape: oneCell,
-				texts:  texts,
-				oracle: "SELECT COUNT(*) FROM " + tab + where,
-				steps:  []step{look, {norm, "SELECT COUNT(*) FROM " + tab + where}},
-				answer: g.oneAnswer("{v} "+w["n"]+" have "+cw["col"]+" "+gr.norm+" once case and spacing are ignored (stored as "+forms+").",
-					"The "+cw["col"]+" is written as "+forms+"; counting all of them, {v} "+w["n"]+" match."),
-			})
-			if t.Key != nil {
-				key := ident(t.Key.Name)
-				var lt []string
-				for _, v := range casings(gr.norm) {
-					lt = append(lt, fillAll([]string{
-						"Which {n} have {col} {v}? Give their ids.",
-						"List the ids of all {n} whose {col} is '{v}'.",
-					}, with(cw, "v", v))...)
-				}
-				add(&cand{cat: "edge-case", shape: rowList,
-					texts:  lt,
-					oracle: "SELECT " + key + " FROM " + tab + where,
-					steps:  []step{look, {norm, "SELECT " + key + " FROM " + tab + where + " ORDER BY " + key}},
-					answer: g.listAnswer("Ignoring case and spacing (stored as "+forms+"), {k} "+w["n"]+" match: ids {ids}.", "The matching ids are {ids}; the value is stored as "+forms+"."),
-				})
-			}
-		}
-		// A column named differently from the question's word.
-		for _, gr := range gs {
-			syns := columnSynonyms[colWords(c.Name)]
-			if len(syns) == 0 {
-				break
-			}
-			where, v := gr.match(col)
-			var texts []string
-			for _, syn := range syns {
-				texts = append(texts, fillAll([]string{
-					"How many {n} have a {syn} of '{v}'?",
-					"Count the {n} whose {syn} is {v}.",
-				}, with(w, "syn", syn, "v", v))...)
-			}
-			add(&cand{cat: "edge-case", shape: oneCell,
-				texts:  texts,
-				oracle: "SELECT COUNT(*) FROM " + tab + where,
-				steps: []step{
-					{"The question's word may not be a column name, so I list the tables and columns first.", g.schemaSQL()},
-					{"The matching column is " + t.Name + "." + c.Name + ".", "SELECT COUNT(*) FROM " + tab + where},
-				},
-				answer: g.oneAnswer("The column is called "+c.Name+"; {v} "+w["n"]+" have "+c.Name+" '"+v+"'"+storedAs(gr)+".", "{v} "+w["n"]+" match (column "+c.Name+")"+storedAs(gr)+"."),
-			})
-		}
-	}
-	// A table named differently from the question's word, with a filter.
-	if syns := tableSynonyms[singular(t.Name)]; len(syns) > 0 {
-		for _, c := range t.Columns {
-			for _, gr := range groups(t, c) {
-				col := ident(c.Name)
-				where, v := gr.match(col)
-				var texts []string
-				for _, syn := range syns {
-					texts = append(texts, fillAll([]string{
-						"How many {syns} have {col} '{v}'?",
-						"Count the {syns} whose {col} is {v}.",
-					}, with(w, "syns", pluralize(syn), "col", colWords(c.Name), "v", v))...)
-				}
-				add(&cand{cat: "edge-case", shape: oneCell,
-					texts:  texts,
-					oracle: "SELECT COUNT(*) FROM " + tab + where,
-					steps: []step{
-						{"There may be no table by that name, so I list the tables and columns first.", g.schemaSQL()},
-						{normSay(t.Name, c.Name, gr), "SELECT COUNT(*) FROM " + tab + where},
-					},
-					answer: g.oneAnswer("They are the rows of "+t.Name+": {v} have "+colWords(c.Name)+" '"+v+"'"+storedAs(gr)+".", "{v} of them (table "+t.Name+") have "+colWords(c.Name)+" '"+v+"'"+storedAs(gr)+"."),
-				})
-			}
-		}
-	}
-	// A table named differently from the question's word.
-	if syns := tableSynonyms[singular(t.Name)]; len(syns) > 0 {
-		var texts []string
-		for _, syn := range syns {
-			texts = append(texts, fillAll([]string{
-				"How many {syns} are in the database?",
-				"What is the number of {syns} on record?",
-				"Count all {syns}.",
-			}, with(w, "syns", pluralize(syn)))...)
-		}
-		add(&cand{cat: "edge-case", shape: oneCell,
-			texts:  texts,
-			oracle: sel(t),
-			steps: []step{
-				{"There may be no table by that name, so I list the tables and columns first.", g.schemaSQL()},
-				{"They are stored in the " + t.Name + " table.", sel(t)},
-			},
-			answer: g.oneAnswer("They are the rows of the "+t.Name+" table: {v} in all.", "The "+t.Name+" table holds them; there are {v}."),
-		})
-	}
-}
-
 func (g *gen) emptyCands(t *Table, add func(*cand)) {
 	w := words(t)
 	tab := ident(t.Name)
@@ -708,11 +571,8 @@ func (g *gen) emptyCands(t *Table, add func(*cand)) {
 						"Count the {n} with a {col} of {v}.",
 					}, with(cw, "v", a)),
 					oracle: "SELECT COUNT(*) FROM " + tab + where,
-					steps: []step{
-						{"", "SELECT COUNT(*) FROM " + tab + where},
-						{"None match, so I check which " + cw["col"] + " values exist.", "SELECT DISTINCT " + col + " FROM " + tab + " ORDER BY " + col},
-					},
-					answer: g.oneAnswer("{v}: no "+singular(t.Name)+" has "+cw["col"]+" '"+a+"' in any spelling.", "There are {v} such "+w["n"]+"; '"+a+"' is not among the stored "+cw["col"]+" values."),
+					steps:  []step{{"", "SELECT COUNT(*) FROM " + tab + where}},
+					answer: g.oneAnswer("{v}: no "+singular(t.Name)+" has "+cw["col"]+" '"+a+"'.", "There are {v} such "+w["n"]+"; '"+a+"' is not among the stored "+cw["col"]+" values."),
 				})
 			}
 		}
@@ -952,20 +812,4 @@ func (g *gen) selfJoinCands(fk ForeignKey, t *Table, add func(*cand)) {
 // ("pages", "seats"), which reads "more than 500 pages".
 func countable(words string) bool {
 	return strings.HasSuffix(words, "s") && !strings.HasSuffix(words, "ss") && !strings.HasSuffix(words, "us") && !strings.HasSuffix(words, "is")
-}
-
-// storedAs names a group's spellings when they differ from its plain form.
-func storedAs(gr group) string {
-	if gr.clean() {
-		return ""
-	}
-	return ", stored as " + quoteForms(gr.forms)
-}
-
-// normSay is what the agent says before a query on a synonym's table.
-func normSay(table, col string, gr group) string {
-	if gr.clean() {
-		return "They are stored in the " + table + " table."
-	}
-	return "They are stored in " + table + "; " + col + " values can differ in case and spacing, so I compare LOWER(TRIM(" + col + "))."
 }

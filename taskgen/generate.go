@@ -1,10 +1,18 @@
 // Package taskgen writes training tasks for any fixture by reading its
 // live database: the tables, columns, foreign keys and value distributions
-// it finds through package sqldb become questions (counts, filters, lists,
-// joins, NULLs, dates, edge cases and empty results), each with
-// ground_truth_assertions (SQL oracles in package reward's sense) and a
-// golden trajectory (query_database calls and a final answer that states
-// the oracle's result), recorded from the same database.
+// it finds through package sqldb, and the workspace files the linter
+// checks, become questions with ground_truth_assertions (SQL oracles in
+// package reward's sense, or expressions over the trajectory's facts).
+//
+// Ordinary tasks (counts, filters, lists, joins, NULL checks, dates, empty
+// results, a file that lints clean) carry a golden trajectory: the one
+// happy-path tool call, its observation recorded from the same database,
+// and an answer that states the result. Edge-case tasks (values whose case
+// or spacing varies, NULLs, renamed and look-alike columns, a first query
+// that comes back empty, SQL errors, a linter that fails first) carry no
+// golden: only the assertions a verifier checks. Each edge case was checked
+// to trap the natural first attempt (the query an ordinary task's golden
+// would write errors, comes back empty, or returns the wrong rows).
 package taskgen
 
 import (
@@ -24,8 +32,36 @@ import (
 	"github.com/mcprl/mcprl/task"
 )
 
-// Categories of generated tasks, in the order the generator cycles through them.
-var Categories = []string{"count", "filter", "list", "join", "null", "date", "edge-case", "empty"}
+// Ordinary are the categories of tasks with a golden trajectory of one
+// tool call: what a team can demonstrate.
+var Ordinary = []string{"count", "filter", "list", "join", "null", "date", "empty", "lint"}
+
+// EdgeCases are the categories of tasks without a golden trajectory, where
+// the natural first attempt fails:
+//
+//   - case-variants: the value is stored in several spellings (case,
+//     stray spaces), so an exact match counts too few rows;
+//   - empty-first: the question writes a value in another case than the
+//     stored one, so an exact match comes back empty;
+//   - nulls: "other than X, counting those with none", which <> alone
+//     misses (NULL <> X is not true);
+//   - renamed-column: the question's word for a column is a synonym, so
+//     the query names a column that does not exist;
+//   - look-alike-column: the question names a column by a near variant of
+//     its name (active for is_active, last login for last_login_at);
+//   - sql-error: the question names a table by another word (clients,
+//     the customer table), so the query fails with no such table;
+//   - lint-first: a workspace file fails the linter, and the answer must
+//     name what the linter found.
+var EdgeCases = []string{"case-variants", "empty-first", "nulls", "renamed-column", "look-alike-column", "sql-error", "lint-first"}
+
+// Categories of generated tasks, in the order the generator cycles through
+// them: the ordinary ones, then the edge cases.
+var Categories = append(slices.Clone(Ordinary), EdgeCases...)
+
+// IsEdgeCase reports whether category names an edge case (a task generated
+// without a golden trajectory).
+func IsEdgeCase(category string) bool { return slices.Contains(EdgeCases, category) }
 
 // DefaultN is the number of tasks Generate writes when Options.N is zero.
 const DefaultN = 100
@@ -45,10 +81,15 @@ type Options struct {
 	DSN string
 	// MaxListRows bounds the rows of list tasks (DefaultMaxListRows when zero).
 	MaxListRows int
+
+	traps *map[string]string // tests: receives each edge case's natural first query
 }
 
 // QueryTool is the tool the golden trajectories call.
 const QueryTool = "query_database"
+
+// LintTool is the tool lint tasks call.
+const LintTool = "run_linter"
 
 // Generate builds fx's database, inspects it and returns opts.N tasks (or
 // as many distinct ones as it offers), deterministic under opts.Seed and
@@ -83,9 +124,22 @@ func Generate(ctx context.Context, fx *task.Fixture, opts Options) ([]task.Task,
 	}
 	g := &gen{
 		ctx: ctx, db: db, s: s, fx: fx, opts: opts,
-		rng: rand.New(rand.NewPCG(opts.Seed, 0x6d6370726c746773)),
+		rng:   rand.New(rand.NewPCG(opts.Seed, 0x6d6370726c746773)),
+		traps: map[string]string{},
 	}
-	return g.run()
+	if slices.Contains(fx.Config.Tools, LintTool) && fx.WorkspaceDir != "" {
+		if g.lint, err = lintWorkspace(ctx, fx, tpl, db); err != nil {
+			return nil, err
+		}
+	}
+	tasks, err := g.run()
+	if err != nil {
+		return nil, err
+	}
+	if opts.traps != nil {
+		*opts.traps = g.traps
+	}
+	return tasks, nil
 }
 
 // step is one golden query_database call and what the agent says before it.
@@ -99,15 +153,30 @@ const (
 	rowList              // rows that a query's result surfaces
 )
 
+// trap is how an edge case's natural first query must fail.
+type trap int
+
+const (
+	trapError trap = iota + 1 // the engine refuses it (no such column or table)
+	trapEmpty                 // it returns no rows
+	trapWrong                 // it returns other rows than the oracle
+)
+
 // cand is one question before it is run against the database.
 type cand struct {
-	cat    string
-	texts  []string // wordings of the same question
-	oracle string   // the ground-truth assertion
-	shape  shape
-	empty  bool // the oracle must return no rows (rowList) or 0 (oneCell)
-	steps  []step
-	answer func(res *sqldb.Result) string // the final answer, from the oracle's result (one cell) or the golden's last observation (rows)
+	cat     string
+	texts   []string // wordings of the same question
+	oracle  string   // the ground-truth assertion
+	asserts []string // the assertions, when they are not the oracle alone (lint tasks)
+	shape   shape
+	empty   bool // the oracle must return no rows (rowList) or 0 (oneCell)
+	steps   []step
+	answer  func(res *sqldb.Result) string // the final answer, from the oracle's result (one cell) or the golden's last observation (rows)
+
+	// An edge case has no steps: the natural first query (trapSQL) must
+	// fail as trapWant says, while the oracle gives the answer.
+	trapSQL  string
+	trapWant trap
 
 	used map[int]bool // wordings already written
 	ok   bool         // realized once: its queries ran and its result fits
@@ -122,6 +191,9 @@ type gen struct {
 	fx   *task.Fixture
 	opts Options
 	rng  *rand.Rand
+	lint []linted // the workspace's files as the linter saw them
+
+	traps map[string]string // edge-case task id -> its natural first query, which fails
 }
 
 func (g *gen) run() ([]task.Task, error) {
@@ -139,14 +211,23 @@ func (g *gen) run() ([]task.Task, error) {
 		c.used[wording] = true
 		text := c.texts[wording]
 		seen[strings.ToLower(text)] = true
-		out = append(out, task.Task{
+		asserts := c.asserts
+		if asserts == nil {
+			asserts = []string{c.oracle}
+		}
+		t := task.Task{
 			ID:                    fmt.Sprintf("%s-%s-%03d", g.fx.Name, c.cat, len(out)+1),
 			Task:                  text,
-			GroundTruthAssertions: []string{c.oracle},
+			GroundTruthAssertions: slices.Clone(asserts),
 			Fixture:               g.fx.Name,
-			Golden:                append(append([]chat.Message(nil), c.msgs...), chat.Message{Role: "assistant", Content: c.answer(c.res)}),
 			Category:              c.cat,
-		})
+		}
+		if !IsEdgeCase(c.cat) {
+			t.Golden = append(append([]chat.Message(nil), c.msgs...), chat.Message{Role: "assistant", Content: c.answer(c.res)})
+		} else if c.trapSQL != "" {
+			g.traps[t.ID] = c.trapSQL
+		}
+		out = append(out, t)
 	}
 	// freeWording picks an unused wording whose text is new, or -1.
 	freeWording := func(c *cand) int {
@@ -219,6 +300,9 @@ func (g *gen) realize(c *cand) (bool, error) {
 		return false, nil
 	}
 	c.res = &sqldb.Result{}
+	if c.trapWant != 0 {
+		return g.realizeEdge(c)
+	}
 	var msgs []chat.Message
 	var last *sqldb.Result
 	for _, st := range c.steps {
@@ -241,39 +325,75 @@ func (g *gen) realize(c *cand) (bool, error) {
 			chat.Message{Role: "tool", Name: QueryTool, Content: res.Text()})
 		last = res
 	}
-	res, err := g.db.Oracle(g.ctx, c.oracle)
-	if err != nil {
-		if g.ctx.Err() != nil {
-			return false, g.ctx.Err()
-		}
+	if last == nil {
 		return false, nil
 	}
-	if res.Truncated || last == nil {
-		return false, nil
+	res, ok, err := g.oracle(c)
+	if !ok || err != nil {
+		return false, err
 	}
-	switch c.shape {
-	case oneCell:
-		if len(res.Rows) != 1 || len(res.Columns) != 1 || res.Rows[0][0] == nil {
-			return false, nil
-		}
-		zero := show(res.Rows[0][0]) == "0"
-		if zero != c.empty {
-			return false, nil
-		}
-	case rowList:
-		n := len(res.Rows)
-		if c.empty != (n == 0) || n > g.opts.MaxListRows {
-			return false, nil
-		}
+	if c.shape == rowList {
 		// The golden's last query surfaces the oracle's rows.
 		if len(last.Columns) != len(res.Columns) || !sameRows(last.Rows, res.Rows) {
 			return false, nil
 		}
-	}
-	if c.shape == rowList {
 		res = last // its ORDER BY makes the answer read in order
 	}
 	c.res, c.msgs, c.ok = res, msgs, true
+	return true, nil
+}
+
+// oracle runs a candidate's oracle and reports whether its result has the
+// question's shape.
+func (g *gen) oracle(c *cand) (*sqldb.Result, bool, error) {
+	res, err := g.db.Oracle(g.ctx, c.oracle)
+	if err != nil {
+		return nil, false, g.ctx.Err()
+	}
+	if res.Truncated {
+		return nil, false, nil
+	}
+	switch c.shape {
+	case oneCell:
+		if len(res.Rows) != 1 || len(res.Columns) != 1 || res.Rows[0][0] == nil {
+			return nil, false, nil
+		}
+		if zero := show(res.Rows[0][0]) == "0"; zero != c.empty {
+			return nil, false, nil
+		}
+	case rowList:
+		if n := len(res.Rows); c.empty != (n == 0) || n > g.opts.MaxListRows {
+			return nil, false, nil
+		}
+	}
+	return res, true, nil
+}
+
+// realizeEdge checks an edge case: the oracle's result fits the question
+// and the natural first query fails the way the category says.
+func (g *gen) realizeEdge(c *cand) (bool, error) {
+	res, ok, err := g.oracle(c)
+	if !ok || err != nil {
+		return false, err
+	}
+	got, err := g.db.Query(g.ctx, c.trapSQL)
+	var qe *sqldb.QueryError
+	switch {
+	case err != nil && !errors.As(err, &qe):
+		return false, fmt.Errorf("taskgen: %s: %w", c.trapSQL, err)
+	case c.trapWant == trapError:
+		ok = err != nil
+	case err != nil || got.Truncated:
+		ok = false
+	case c.trapWant == trapEmpty:
+		ok = len(got.Rows) == 0
+	case c.trapWant == trapWrong:
+		ok = !sameRows(got.Rows, res.Rows)
+	}
+	if !ok {
+		return false, nil
+	}
+	c.res, c.ok = res, true
 	return true, nil
 }
 

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -44,6 +46,17 @@ func generate(t *testing.T, fx *task.Fixture, opts taskgen.Options) []task.Task 
 	return tasks
 }
 
+// demonstrated returns the tasks with a golden trajectory.
+func demonstrated(tasks []task.Task) []task.Task {
+	var out []task.Task
+	for _, tk := range tasks {
+		if len(tk.Golden) > 0 {
+			out = append(out, tk)
+		}
+	}
+	return out
+}
+
 // encode writes tasks as the JSONL that mcprl tasks generate writes.
 func encode(t *testing.T, tasks []task.Task) []byte {
 	t.Helper()
@@ -78,8 +91,11 @@ func goldenText(tk *task.Task) string {
 // replays every golden trajectory through a live sandbox of the fixture
 // (its calls over MCP, on dsn's backend) and scores it with the real
 // reward functions: all assertions must hold and verifiable must be 1, and
-// each recorded observation must be what the sandbox answers.
-func checkTasks(t *testing.T, fx *task.Fixture, tasks []task.Task, dsn string) {
+// each recorded observation must be what the sandbox answers. A golden is
+// the happy path: one tool call, then the answer. Edge cases have no golden
+// and are checked by checkEdge against traps (task id -> the natural first
+// query the generator checked to fail).
+func checkTasks(t *testing.T, fx *task.Fixture, tasks []task.Task, traps map[string]string, dsn string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "tasks.jsonl")
 	if err := os.WriteFile(path, encode(t, tasks), 0o644); err != nil {
@@ -107,8 +123,19 @@ func checkTasks(t *testing.T, fx *task.Fixture, tasks []task.Task, dsn string) {
 		}
 		texts[strings.ToLower(tk.Task)] = tk.ID
 		ids[tk.ID] = true
-		if tk.Fixture != fx.Name || tk.Category == "" || len(tk.GroundTruthAssertions) == 0 || !reward.IsSQL(tk.GroundTruthAssertions[0]) {
+		lintTask := strings.HasPrefix(tk.Category, "lint")
+		if tk.Fixture != fx.Name || tk.Category == "" || len(tk.GroundTruthAssertions) == 0 || reward.IsSQL(tk.GroundTruthAssertions[0]) == lintTask {
 			t.Errorf("%s: fixture %q category %q assertions %q", tk.ID, tk.Fixture, tk.Category, tk.GroundTruthAssertions)
+		}
+		if taskgen.IsEdgeCase(tk.Category) {
+			if len(tk.Golden) != 0 {
+				t.Errorf("%s: the edge case (%s) has a golden trajectory", tk.ID, tk.Category)
+			}
+			checkEdge(t, fac, tk, traps[tk.ID])
+			continue
+		}
+		if !slices.Contains(taskgen.Ordinary, tk.Category) {
+			t.Errorf("%s: unknown category %q", tk.ID, tk.Category)
 		}
 		sb, err := fac.Fork(ctx)
 		if err != nil {
@@ -126,7 +153,7 @@ func checkTasks(t *testing.T, fx *task.Fixture, tasks []task.Task, dsn string) {
 			}
 		}
 		calls := traj.Calls()
-		if len(calls) != len(recorded) || len(calls) == 0 {
+		if len(calls) != len(recorded) || len(calls) != 1 {
 			t.Errorf("%s: %d calls replayed, %d observations recorded", tk.ID, len(calls), len(recorded))
 		}
 		for j := range calls {
@@ -170,74 +197,165 @@ func checkTasks(t *testing.T, fx *task.Fixture, tasks []task.Task, dsn string) {
 	}
 }
 
+// cellOf is the value of a one-cell query observation ("" otherwise).
+func cellOf(obs string) string {
+	lines := strings.Split(obs, "\n")
+	if len(lines) == 4 && lines[3] == "(1 row)" {
+		return lines[2]
+	}
+	return ""
+}
+
+var (
+	quotedName = regexp.MustCompile(`answer contains "([^"]+)"`)
+	fileName   = regexp.MustCompile(`[\w.-]+\.sql`)
+)
+
+// checkEdge checks an edge case without a golden trajectory: the
+// solution its assertions describe scores 1 live, and the natural first
+// attempt (trap: the query an ordinary task's golden would write, or, for
+// lint-first, reporting that the file passes) does not.
+func checkEdge(t *testing.T, fac *sandbox.Factory, tk *task.Task, trap string) {
+	t.Helper()
+	ctx := context.Background()
+	a := reward.NewAssertions()
+	score := func(call chat.Call, answer func(obs string) string) (float64, *chat.Trajectory) {
+		t.Helper()
+		sb, err := fac.Fork(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sb.Close()
+		traj, err := reward.Replay(ctx, sb, toolcall.RenderCall(call))
+		if err != nil {
+			t.Fatal(err)
+		}
+		traj.Answer = answer(traj.Calls()[0].Text)
+		s, err := a.Score(ctx, &reward.Input{Task: tk, Trajectory: traj, Sandbox: sb})
+		if err != nil {
+			t.Fatalf("%s: %v", tk.ID, err)
+		}
+		return s.Value, traj
+	}
+	query := func(sql string) chat.Call {
+		args, _ := json.Marshal(map[string]string{"sql": sql})
+		return chat.Call{Name: "query_database", Arguments: args}
+	}
+	if tk.Category == "lint-first" {
+		m, f := quotedName.FindStringSubmatch(strings.Join(tk.GroundTruthAssertions, " ")), fileName.FindString(tk.Task)
+		if m == nil || f == "" {
+			t.Fatalf("%s: no file in %q or name in %q", tk.ID, tk.Task, tk.GroundTruthAssertions)
+		}
+		args, _ := json.Marshal(map[string]string{"path": f})
+		lintCall := chat.Call{Name: "run_linter", Arguments: args}
+		if v, traj := score(lintCall, func(string) string { return "It refers to " + m[1] + ", which does not exist." }); v != 1 {
+			t.Errorf("%s: naming %s after the linter scores %v (%s)", tk.ID, m[1], v, traj.Calls()[0].Text)
+		}
+		if v, _ := score(lintCall, func(string) string { return "The file passes." }); v == 1 {
+			t.Errorf("%s: an answer that does not name %s scores 1", tk.ID, m[1])
+		}
+		return
+	}
+	if trap == "" {
+		t.Fatalf("%s: no trap recorded for the %s edge case", tk.ID, tk.Category)
+	}
+	oracle := tk.GroundTruthAssertions[0]
+	if v, traj := score(query(oracle), cellOf); v != 1 {
+		t.Errorf("%s: running the oracle itself scores %v: %s", tk.ID, v, traj.Calls()[0].Text)
+	}
+	v, traj := score(query(trap), cellOf)
+	if v != 0 {
+		t.Errorf("%s (%s) %q: the natural first query %s scores %v", tk.ID, tk.Category, tk.Task, trap, v)
+	}
+	obs := traj.Calls()[0]
+	switch tk.Category {
+	case "renamed-column", "look-alike-column", "sql-error":
+		if !obs.IsError {
+			t.Errorf("%s: %s does not fail: %s", tk.ID, trap, obs.Text)
+		}
+	case "empty-first":
+		if obs.IsError || !strings.HasSuffix(obs.Text, "(0 rows)") {
+			t.Errorf("%s: %s does not come back empty: %s", tk.ID, trap, obs.Text)
+		}
+	case "case-variants", "nulls":
+		if obs.IsError {
+			t.Errorf("%s: %s fails: %s", tk.ID, trap, obs.Text)
+		}
+	}
+}
+
+func generateTraps(t *testing.T, fx *task.Fixture, opts taskgen.Options) ([]task.Task, map[string]string) {
+	t.Helper()
+	tasks, traps, err := taskgen.GenerateTraps(context.Background(), fx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tasks, traps
+}
+
 // TestGenerateGoldenHolds generates tasks for two differently shaped
-// fixtures and checks every one against the live sandbox and the reward.
+// fixtures and checks every one against the live sandbox and the reward:
+// every category the fixture offers appears (the lint ones need a
+// workspace, which only customers has).
 func TestGenerateGoldenHolds(t *testing.T) {
 	for _, name := range []string{"customers", "library"} {
 		t.Run(name, func(t *testing.T) {
 			fx := loadFixture(t, name)
-			tasks := generate(t, fx, taskgen.Options{N: 80, Seed: 3})
-			if len(tasks) != 80 {
-				t.Fatalf("%d tasks, want 80", len(tasks))
+			tasks, traps := generateTraps(t, fx, taskgen.Options{N: 150, Seed: 3})
+			if len(tasks) != 150 {
+				t.Fatalf("%d tasks, want 150", len(tasks))
 			}
 			perCat := map[string]int{}
 			for _, tk := range tasks {
 				perCat[tk.Category]++
 			}
 			for _, c := range taskgen.Categories {
-				if perCat[c] == 0 {
+				if perCat[c] == 0 && (fx.WorkspaceDir != "" || !strings.HasPrefix(c, "lint")) {
 					t.Errorf("no %s task (%v)", c, perCat)
 				}
 			}
 			t.Logf("%s: %v", name, perCat)
-			checkTasks(t, fx, tasks, "")
+			checkTasks(t, fx, tasks, traps, "")
 		})
 	}
 }
 
-// TestGenerateEdgeCases checks that the edge cases the fixtures hold are
-// asked about: case/spacing variants answered with normalised matching,
-// synonyms answered after looking up the schema, empty results.
+// TestGenerateEdgeCases checks the edge cases the library fixture holds:
+// its genre column stores 'fiction', 'Fiction' and 'fiction ', so the
+// variant task counts across spellings where the exact match does not;
+// tables asked about by another word fail first; and edge cases never carry
+// a golden trajectory, so SFT cannot train on them.
 func TestGenerateEdgeCases(t *testing.T) {
 	fx := loadFixture(t, "library")
-	tasks := generate(t, fx, taskgen.Options{N: 400, Seed: 5})
-	var variants, synonyms, empties int
-	for _, tk := range tasks {
-		a := tk.GroundTruthAssertions[0]
-		switch tk.Category {
-		case "edge-case":
-			if strings.Contains(a, "LOWER(TRIM(") {
-				variants++
-			}
-			if strings.Contains(string(tk.Golden[0].ToolCalls[0].Arguments), "sqlite_schema") {
-				synonyms++
-				for _, table := range []string{"members", "books", "loans"} {
-					if strings.Contains(strings.ToLower(tk.Task), table) && strings.Contains(a, "FROM "+table) && !strings.Contains(a, "WHERE") {
-						t.Errorf("%s: a table synonym task names the table: %q", tk.ID, tk.Task)
-					}
-				}
-			}
-		case "empty":
-			empties++
-		}
-	}
-	if variants < 3 || synonyms < 3 || empties < 3 {
-		t.Errorf("variants %d, synonyms %d, empties %d", variants, synonyms, empties)
-	}
-	// The genre column holds 'fiction', 'Fiction' and 'fiction ': the
-	// variant task's count is the normalised one, not the exact match's.
+	tasks, traps := generateTraps(t, fx, taskgen.Options{N: 400, Seed: 5})
+	perCat := map[string]int{}
 	found := false
 	for _, tk := range tasks {
-		if tk.GroundTruthAssertions[0] == "SELECT COUNT(*) FROM books WHERE LOWER(TRIM(genre)) = 'fiction'" {
+		perCat[tk.Category]++
+		if taskgen.IsEdgeCase(tk.Category) != (len(tk.Golden) == 0) {
+			t.Errorf("%s (%s): golden of %d messages", tk.ID, tk.Category, len(tk.Golden))
+		}
+		if tk.GroundTruthAssertions[0] == "SELECT COUNT(*) FROM books WHERE LOWER(TRIM(genre)) = 'fiction'" && tk.Category == "case-variants" {
 			found = true
-			last := tk.Golden[len(tk.Golden)-1].Content
-			if !strings.Contains(last, "6") || !strings.Contains(last, "'fiction '") {
-				t.Errorf("%s: answer %q", tk.ID, last)
+			if !strings.Contains(traps[tk.ID], "genre = ") {
+				t.Errorf("%s: trap %q", tk.ID, traps[tk.ID])
+			}
+		}
+		if tk.Category == "sql-error" {
+			for _, table := range []string{"members", "books", "loans"} {
+				if strings.Contains(traps[tk.ID], "FROM "+table) {
+					t.Errorf("%s: the sql-error trap names the real table: %q", tk.ID, traps[tk.ID])
+				}
 			}
 		}
 	}
 	if !found {
-		t.Error("no task counts the fiction books across spellings")
+		t.Error("no case-variants task counts the fiction books across spellings")
+	}
+	for _, c := range []string{"case-variants", "empty-first", "nulls", "renamed-column", "sql-error"} {
+		if perCat[c] < 3 {
+			t.Errorf("%d %s tasks (%v)", perCat[c], c, perCat)
+		}
 	}
 }
 
@@ -258,11 +376,11 @@ func TestGenerateDeterministic(t *testing.T) {
 func TestGeneratePostgres(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	fx := loadFixture(t, "library")
-	tasks := generate(t, fx, taskgen.Options{N: 40, Seed: 2, DSN: dsn})
-	if len(tasks) != 40 {
+	tasks, traps := generateTraps(t, fx, taskgen.Options{N: 60, Seed: 2, DSN: dsn})
+	if len(tasks) != 60 {
 		t.Fatalf("%d tasks", len(tasks))
 	}
-	checkTasks(t, fx, tasks, dsn)
+	checkTasks(t, fx, tasks, traps, dsn)
 }
 
 // TestGenerateOddities runs the generator on a fixture of awkward shapes
@@ -273,8 +391,8 @@ func TestGenerateOddities(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tasks := generate(t, fx, taskgen.Options{N: 120, Seed: 1})
-	if len(tasks) < 60 {
+	tasks, traps := generateTraps(t, fx, taskgen.Options{N: 160, Seed: 1})
+	if len(tasks) < 80 {
 		t.Fatalf("only %d tasks", len(tasks))
 	}
 	selfJoin := false
@@ -286,7 +404,7 @@ func TestGenerateOddities(t *testing.T) {
 	if !selfJoin {
 		t.Error("no join along the self-referencing foreign key")
 	}
-	checkTasks(t, fx, tasks, "")
+	checkTasks(t, fx, tasks, traps, "")
 }
 
 // TestGoldenThroughRollout runs the generated golden trajectories the way
@@ -295,7 +413,7 @@ func TestGenerateOddities(t *testing.T) {
 // each finished trajectory with verifiable: all must score 1.
 func TestGoldenThroughRollout(t *testing.T) {
 	fx := loadFixture(t, "library")
-	tasks := generate(t, fx, taskgen.Options{N: 48, Seed: 11})
+	tasks := demonstrated(generate(t, fx, taskgen.Options{N: 96, Seed: 11}))
 	ctx := context.Background()
 	fac, err := sandbox.NewFactory(ctx, fx, sandbox.Options{})
 	if err != nil {
@@ -374,7 +492,7 @@ func TestGoldenThroughRollout(t *testing.T) {
 func TestPortableAssertions(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	fx := loadFixture(t, "customers")
-	tasks := generate(t, fx, taskgen.Options{N: 80, Seed: 3})
+	tasks := demonstrated(generate(t, fx, taskgen.Options{N: 120, Seed: 3}))
 	ctx := context.Background()
 	fac, err := sandbox.NewFactory(ctx, fx, sandbox.Options{DSN: dsn})
 	if err != nil {

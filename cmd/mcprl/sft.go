@@ -14,7 +14,8 @@ func newSFTCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sft --config FILE [--model DIR] [--tasks FILE] [--fixtures DIR] [--output-dir DIR]",
 		Short: "Supervised fine-tuning on golden trajectories (the baseline GRPO must beat)",
-		Long: `sft replays every task's golden trajectory through the rollout loop against its live sandbox,
+		Long: `sft replays every task's golden trajectory (tasks without one, such as generated edge cases, are
+skipped and counted) through the rollout loop against its live sandbox,
 renders it with the model's chat template, and trains on the assistant's tokens only (never the prompt or
 tool output). It uses the config's TrainingArguments names (learning_rate, max_steps, num_train_epochs,
 per_device_train_batch_size, lr_scheduler_type, warmup_ratio, max_grad_norm, logging_steps, seed) and
@@ -35,6 +36,13 @@ writes metrics.jsonl and final/ to output_dir in the same format as train.`,
 			jobs := make([]rollout.Job, len(ws.tasks))
 			for i := range ws.tasks {
 				jobs[i] = rollout.Job{Task: &ws.tasks[i], Factory: ws.factories[ws.tasks[i].Fixture]}
+			}
+			jobs, skipped := sft.Demonstrated(jobs)
+			if skipped > 0 {
+				fmt.Fprintf(stderr, "sft: skipped %d of %d tasks without a golden trajectory (%s)\n", skipped, len(ws.tasks), cfg.Tasks)
+			}
+			if len(jobs) == 0 {
+				return fmt.Errorf("sft: none of the %d tasks in %s has a golden trajectory", len(ws.tasks), cfg.Tasks)
 			}
 			examples, err := sft.Examples(ctx, ws.tok, ws.tpl, jobs, cfg.MaxPromptLength, cfg.MaxCompletionLength)
 			if err != nil {

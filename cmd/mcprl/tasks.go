@@ -31,15 +31,23 @@ func newTasksGenerateCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "generate --fixture DIR --out FILE [--n N] [--seed S] [--dsn DSN]",
-		Short: "Generate training tasks with assertions and golden trajectories from a fixture's live database",
+		Short: "Generate training tasks with assertions (and golden trajectories for the ordinary ones) from a fixture's live database",
 		Long: `generate builds the fixture's database (embedded SQLite, or PostgreSQL with --dsn), reads its live
-schema, foreign keys and value distributions, and writes N tasks as JSONL (the format task.Load reads):
-counts, filters, lists of rows, joins along foreign keys, NULL checks, date comparisons, edge cases
-(values stored in another case or with stray spaces, tables and columns named differently from the
-question's words) and empty results. Each task has a category, one ground_truth_assertion (a SQL
-oracle that was run against the database) and a golden trajectory: query_database calls with their
-recorded observations and a final answer that states the result. The same fixture, backend, --n and
---seed give the same file.
+schema, foreign keys, value distributions and workspace files, and writes N tasks as JSONL (the format
+task.Load reads), the categories taking turns.
+
+Ordinary tasks (count, filter, list, join, null, date, empty, lint) have a golden trajectory: the one
+happy-path tool call, its recorded observation and an answer that states the result.
+
+Edge cases (case-variants, empty-first, nulls, renamed-column, look-alike-column, sql-error, lint-first)
+have no golden, only ground_truth_assertions: values stored in several spellings, a value asked in
+another case, NULLs that <> misses, columns and tables named by another word, a workspace file that
+fails the linter. Each was checked to trap the natural first query. SFT skips them; GRPO learns from
+their verifier.
+
+Every task has a category and ground_truth_assertions (a SQL oracle that was run against the database,
+or expressions over the linter's exit code and the answer). The same fixture, backend, --n and --seed
+give the same file.
 
 Example:
   mcprl tasks generate --fixture examples/fixtures/customers --out /tmp/customers-train.jsonl --n 200 --seed 1`,
@@ -85,10 +93,14 @@ Example:
 				return fmt.Errorf("write %s: %w", out, err)
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d tasks for fixture %s to %s:", len(tasks), fx.Name, out)
+			edge := 0
 			for _, c := range taskgen.Categories {
 				fmt.Fprintf(cmd.ErrOrStderr(), " %s %d", c, perCat[c])
+				if taskgen.IsEdgeCase(c) {
+					edge += perCat[c]
+				}
 			}
-			fmt.Fprintln(cmd.ErrOrStderr())
+			fmt.Fprintf(cmd.ErrOrStderr(), "; %d edge cases without a golden trajectory\n", edge)
 			if len(tasks) < n {
 				fmt.Fprintf(cmd.ErrOrStderr(), "note: the fixture offers only %d distinct questions (asked for %d)\n", len(tasks), n)
 			}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mcprl/mcprl/task"
+	"github.com/mcprl/mcprl/taskgen"
 )
 
 // TestTasksGenerateCmd runs `mcprl tasks generate` twice with one seed and
@@ -50,6 +51,19 @@ func TestTasksGenerateCmd(t *testing.T) {
 	}
 	if len(tasks) != 30 || tasks[0].SystemPrompt != "" {
 		t.Fatalf("%d tasks, first system prompt %q", len(tasks), tasks[0].SystemPrompt)
+	}
+	// Edge cases are marked: a category naming the edge case, no golden.
+	edge := 0
+	for _, tk := range tasks {
+		if taskgen.IsEdgeCase(tk.Category) != (len(tk.Golden) == 0) {
+			t.Errorf("%s (%s): golden of %d messages", tk.ID, tk.Category, len(tk.Golden))
+		}
+		if len(tk.Golden) == 0 {
+			edge++
+		}
+	}
+	if edge == 0 || edge == len(tasks) {
+		t.Errorf("%d of %d tasks are edge cases", edge, len(tasks))
 	}
 	// --system-prompt sets every task's system prompt and nothing else.
 	run(filepath.Join(dir, "s.jsonl"), "4", "--system-prompt", "Use query_database.")
