@@ -145,7 +145,7 @@ func TestEvalModelDeterministic(t *testing.T) {
 		t.Errorf("same seed, different reports:\n%s\n%s", out1, out2)
 	}
 	rep := checkEvalJSON(t, out1)
-	if rep["k"] != 2.0 || rep["n_tasks"] != 16.0 || rep["n_trajectories"] != 32.0 {
+	if rep["k"] != 2.0 || rep["n_tasks"] != 25.0 || rep["n_trajectories"] != 50.0 {
 		t.Errorf("report: %s", out1)
 	}
 	table, _ := runEvalCmd(t, args...)
