@@ -7,8 +7,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/policy"
 	"github.com/mcprl/mcprl/sandbox"
@@ -356,7 +354,7 @@ func (r *Runner) turn(ctx context.Context, s *state, sample policy.Sample, stops
 				return nil
 			}
 			c.IsError = res.IsError
-			c.Text = resultText(res)
+			c.Text = sandbox.ResultText(res)
 			c.Structured = res.StructuredContent
 		}
 		toolMsgs = append(toolMsgs, chat.Message{Role: "tool", Content: c.Text, Name: c.Call.Name})
@@ -400,21 +398,6 @@ func (r *Runner) observation(s *state, assistant string, toolMsgs []chat.Message
 		return "", fmt.Errorf("chat template re-renders earlier turns differently; cannot append tool output token-in, token-out")
 	}
 	return after[len(head):], nil
-}
-
-// resultText is the text of a tool result as the model sees it.
-func resultText(res *mcp.CallToolResult) string {
-	var parts []string
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			parts = append(parts, tc.Text)
-		}
-	}
-	if len(parts) == 0 && res.StructuredContent != nil {
-		b, _ := json.Marshal(res.StructuredContent)
-		parts = append(parts, string(b))
-	}
-	return strings.Join(parts, "\n")
 }
 
 // answerText is an assistant turn's text without its tool-call blocks.

@@ -401,13 +401,19 @@ func ErrorResult(msg string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: msg}}, IsError: true}
 }
 
-// ResultText joins the text content of a result.
+// ResultText is the text of a result as the model reads it: its text
+// content joined by newlines, or, when it has none, its structured content
+// as JSON.
 func ResultText(res *mcp.CallToolResult) string {
 	var parts []string
 	for _, c := range res.Content {
 		if t, ok := c.(*mcp.TextContent); ok {
 			parts = append(parts, t.Text)
 		}
+	}
+	if len(parts) == 0 && res.StructuredContent != nil {
+		b, _ := json.Marshal(res.StructuredContent)
+		parts = append(parts, string(b))
 	}
 	return strings.Join(parts, "\n")
 }

@@ -21,5 +21,6 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newModelCmd())
 	root.AddCommand(newTasksCmd())
 	root.AddCommand(newEvalCmd())
+	root.AddCommand(newEnvCmd())
 	return root
 }

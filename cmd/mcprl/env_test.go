@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"os/exec"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// startEnvServe runs `mcprl env serve` on a free loopback port and returns
+// the process, its base URL and a reader of the rest of its stderr.
+func startEnvServe(t *testing.T, bin string, extra ...string) (*exec.Cmd, string, *bufio.Reader) {
+	t.Helper()
+	args := append([]string{"env", "serve", "--fixtures", "../../examples/fixtures", "--tasks", "../../examples/customers/tasks.jsonl",
+		"--listen", "127.0.0.1:0"}, extra...)
+	cmd := exec.Command(bin, args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	br := bufio.NewReader(stderr)
+	line, err := br.ReadString('\n')
+	if err != nil {
+		t.Fatalf("env serve: %v: %s", err, line)
+	}
+	m := regexp.MustCompile(`at (http://[^/ ]+)/`).FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("env serve printed %q, want its address", line)
+	}
+	return cmd, m[1], br
+}
+
+// TestEnvServeSIGTERM: the server answers a session, and SIGTERM closes
+// every session and fork and exits 0.
+func TestEnvServeSIGTERM(t *testing.T) {
+	bin := buildMcprl(t)
+	cmd, base, stderr := startEnvServe(t, bin)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	ws := "ws" + strings.TrimPrefix(base, "http") + "/ws"
+	closed := make(chan websocket.StatusCode, 3)
+	for i := 0; i < 3; i++ {
+		c, _, err := websocket.Dial(ctx, ws, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CloseNow()
+		if err := c.Write(ctx, websocket.MessageText, []byte(`{"type": "reset", "data": {"task_id": "customers-inactive-001"}}`)); err != nil {
+			t.Fatal(err)
+		}
+		_, b, err := c.Read(ctx)
+		if err != nil || !strings.Contains(string(b), `"observation"`) {
+			t.Fatalf("reset: %v %s", err, b)
+		}
+		go func() {
+			_, _, err := c.Read(ctx)
+			if websocket.CloseStatus(err) != websocket.StatusGoingAway {
+				t.Logf("client read: %v", err)
+			}
+			closed <- websocket.CloseStatus(err)
+		}()
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	rest, _ := io.ReadAll(stderr)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("env serve exited with %v: %s", err, rest)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("env serve did not exit after SIGTERM")
+	}
+	if !strings.Contains(string(rest), "3 sessions and 3 forks closed") {
+		t.Errorf("stderr after SIGTERM: %s", rest)
+	}
+	for i := 0; i < 3; i++ {
+		if st := <-closed; st != websocket.StatusGoingAway {
+			t.Errorf("client saw close %v, want %v", st, websocket.StatusGoingAway)
+		}
+	}
+}
+
+// TestEnvServeListensOnLoopback: without --listen the server binds
+// 127.0.0.1, never every interface.
+func TestEnvServeListensOnLoopback(t *testing.T) {
+	f := newEnvServeCmd().Flags().Lookup("listen")
+	if f == nil || !strings.HasPrefix(f.DefValue, "127.0.0.1:") {
+		t.Fatalf("--listen defaults to %v", f)
+	}
+}

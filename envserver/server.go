@@ -1,0 +1,349 @@
+package envserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/mcprl/mcprl/reward"
+	"github.com/mcprl/mcprl/sandbox"
+	"github.com/mcprl/mcprl/task"
+)
+
+// Defaults for the zero values of Options.
+const (
+	DefaultMaxSessions     = 512
+	DefaultIdleTimeout     = 5 * time.Minute
+	DefaultMaxMessageBytes = 1 << 20
+	DefaultRewards         = "assertions"
+)
+
+// Options configures a Server.
+type Options struct {
+	// Fixtures are the fixtures sessions may fork, by name; a task names
+	// its fixture (or the only one is used).
+	Fixtures map[string]*task.Fixture
+	// Tasks are the tasks a reset may name by id.
+	Tasks []task.Task
+	// DSN selects the database: "" is embedded SQLite, postgres://... is
+	// PostgreSQL (see package sqldb).
+	DSN string
+	// Rewards is the reward spec a finished episode is scored with, in
+	// reward.Registry.Parse's form ("assertions", "seed,assertions",
+	// "format:0.3,tool_selection:0.3,execution:0.4"); DefaultRewards when empty.
+	Rewards string
+	// MaxSessions caps concurrent sessions (WebSocket connections and
+	// sessions made over /mcp); DefaultMaxSessions when zero.
+	MaxSessions int
+	// IdleTimeout frees a session (its fork, its connection) after this long
+	// without a message; DefaultIdleTimeout when zero.
+	IdleTimeout time.Duration
+	// CallTimeout bounds one tool call (sandbox.DefaultCallTimeout when zero).
+	CallTimeout time.Duration
+	// MaxMessageBytes is the largest message accepted; DefaultMaxMessageBytes
+	// when zero. A larger one gets a VALIDATION_ERROR.
+	MaxMessageBytes int64
+	// Logger receives the server's diagnostics (discarded when nil).
+	Logger *slog.Logger
+}
+
+// Server is an OpenEnv environment server over mcprl's sandboxes. Its
+// Handler serves the endpoints; Close ends every session.
+type Server struct {
+	opts      Options
+	factories map[string]*sandbox.Factory
+	tasks     map[string]*task.Task
+	reward    reward.Func
+	seed      *reward.Seed
+	slots     chan struct{}
+	metadata  json.RawMessage
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	closed   bool
+	wg       sync.WaitGroup // open sessions
+	conns    sync.WaitGroup // WebSocket connection goroutines
+	stop     chan struct{}  // closed by Close: ends the reaper
+	reaped   chan struct{}
+
+	stats counters
+}
+
+type counters struct {
+	forksCreated, openForks, toolCalls, toolErrors, episodesScored, reaped, rejected atomic.Int64
+}
+
+// Stats are the server's counters, served at GET /stats.
+type Stats struct {
+	ActiveSessions int `json:"active_sessions"`
+	MaxSessions    int `json:"max_sessions"`
+	// OpenForks is the number of sandbox forks alive now; ForksCreated
+	// counts every fork made since start.
+	OpenForks    int64 `json:"open_forks"`
+	ForksCreated int64 `json:"forks_created"`
+	// ToolCalls counts tool calls executed in forks; ToolErrors those
+	// whose tool server failed or timed out.
+	ToolCalls      int64 `json:"tool_calls"`
+	ToolErrors     int64 `json:"tool_errors"`
+	EpisodesScored int64 `json:"episodes_scored"`
+	// SessionsReaped counts sessions freed by the idle timeout;
+	// SessionsRejected connections refused at the session cap.
+	SessionsReaped   int64 `json:"sessions_reaped"`
+	SessionsRejected int64 `json:"sessions_rejected"`
+}
+
+// New builds a sandbox factory for every fixture (each builds its database
+// template once) and the reward. It starts no session.
+func New(ctx context.Context, opts Options) (_ *Server, err error) {
+	if len(opts.Fixtures) == 0 {
+		return nil, errors.New("envserver: no fixtures")
+	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = DefaultMaxSessions
+	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
+	}
+	if opts.MaxMessageBytes <= 0 {
+		opts.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if strings.TrimSpace(opts.Rewards) == "" {
+		opts.Rewards = DefaultRewards
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		opts:      opts,
+		factories: map[string]*sandbox.Factory{},
+		tasks:     map[string]*task.Task{},
+		seed:      reward.NewSeed(reward.DefaultSeedConfig()),
+		slots:     make(chan struct{}, opts.MaxSessions),
+		sessions:  map[string]*session{},
+		stop:      make(chan struct{}),
+		reaped:    make(chan struct{}),
+	}
+	if s.reward, err = reward.NewRegistry().Parse(opts.Rewards); err != nil {
+		return nil, fmt.Errorf("envserver: rewards: %w", err)
+	}
+	for i := range opts.Tasks {
+		t := &opts.Tasks[i]
+		if t.ID == "" {
+			continue
+		}
+		if _, dup := s.tasks[t.ID]; dup {
+			return nil, fmt.Errorf("envserver: task id %q appears twice", t.ID)
+		}
+		s.tasks[t.ID] = t
+	}
+	defer func() {
+		if err != nil {
+			for _, f := range s.factories {
+				f.Close()
+			}
+		}
+	}()
+	for _, name := range task.Names(opts.Fixtures) {
+		f, err := sandbox.NewFactory(ctx, opts.Fixtures[name], sandbox.Options{DSN: opts.DSN, CallTimeout: opts.CallTimeout, Logger: opts.Logger})
+		if err != nil {
+			return nil, fmt.Errorf("envserver: %w", err)
+		}
+		s.factories[name] = f
+	}
+	s.metadata, _ = json.Marshal(map[string]any{
+		"name": "mcprl",
+		"description": fmt.Sprintf("mcprl live MCP sandboxes (fixtures: %s; %d tasks; reward: %s): a copy-on-write fork per episode, "+
+			"confined SQL and linters, verifiable rewards", strings.Join(task.Names(opts.Fixtures), ", "), len(s.tasks), opts.Rewards),
+		"readme_content":    nil,
+		"version":           "1",
+		"author":            "mcprl",
+		"documentation_url": nil,
+	})
+	go s.reap()
+	return s, nil
+}
+
+// Handler returns the HTTP handler of every endpoint.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /ws", s.serveWS)
+	mux.HandleFunc("POST /mcp", s.serveMCP)
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "healthy"})
+	})
+	mux.HandleFunc("GET /metadata", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, s.metadata)
+	})
+	mux.HandleFunc("GET /schema", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, schemas)
+	})
+	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, s.Stats())
+	})
+	return mux
+}
+
+// Stats returns the server's counters now.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	active := len(s.sessions)
+	s.mu.Unlock()
+	return Stats{
+		ActiveSessions:   active,
+		MaxSessions:      s.opts.MaxSessions,
+		OpenForks:        s.stats.openForks.Load(),
+		ForksCreated:     s.stats.forksCreated.Load(),
+		ToolCalls:        s.stats.toolCalls.Load(),
+		ToolErrors:       s.stats.toolErrors.Load(),
+		EpisodesScored:   s.stats.episodesScored.Load(),
+		SessionsReaped:   s.stats.reaped.Load(),
+		SessionsRejected: s.stats.rejected.Load(),
+	}
+}
+
+// Close ends every session (their connections are closed and their forks
+// freed), waits for them, and closes the fixtures' factories. It may be
+// called more than once.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	open := make([]*session, 0, len(s.sessions))
+	for _, sess := range s.sessions {
+		open = append(open, sess)
+	}
+	s.mu.Unlock()
+	close(s.stop)
+	<-s.reaped
+	for _, sess := range open {
+		sess.end(endShutdown)
+	}
+	s.wg.Wait()
+	s.conns.Wait()
+	var errs []error
+	for _, name := range sortedKeys(s.factories) {
+		errs = append(errs, s.factories[name].Close())
+	}
+	return errors.Join(errs...)
+}
+
+var errCapacity = errors.New("session capacity reached")
+
+// open reserves a session slot; it fails at the cap or after Close.
+// hangUp closes a WebSocket session's connection (nil for sessions made
+// over /mcp).
+func (s *Server) open(hangUp func(websocket.StatusCode, string)) (*session, error) {
+	select {
+	case s.slots <- struct{}{}:
+	default:
+		s.stats.rejected.Add(1)
+		return nil, errCapacity
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	sess := &session{id: newID(), srv: s, ws: hangUp != nil, hangUp: hangUp, ctx: ctx, cancel: cancel}
+	sess.touch()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		cancel()
+		<-s.slots
+		return nil, errors.New("server is shutting down")
+	}
+	s.sessions[sess.id] = sess
+	s.wg.Add(1)
+	return sess, nil
+}
+
+// release frees a session's fork and its slot. It runs once per session.
+func (s *Server) release(sess *session) {
+	sess.why.CompareAndSwap(0, int32(endClient))
+	sess.cancel()
+	sess.mu.Lock()
+	sess.closeFork()
+	sess.mu.Unlock()
+	s.mu.Lock()
+	delete(s.sessions, sess.id)
+	s.mu.Unlock()
+	<-s.slots
+	s.wg.Done()
+}
+
+func (s *Server) session(id string) *session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sessions[id]
+}
+
+// reap ends sessions idle for longer than the idle timeout.
+func (s *Server) reap() {
+	defer close(s.reaped)
+	every := s.opts.IdleTimeout / 4
+	if every > time.Second {
+		every = time.Second
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-tick.C:
+		}
+		now := time.Now().UnixNano()
+		var idle []*session
+		s.mu.Lock()
+		for _, sess := range s.sessions {
+			if sess.busy.Load() == 0 && !sess.ended() && now-sess.last.Load() > int64(s.opts.IdleTimeout) {
+				idle = append(idle, sess)
+			}
+		}
+		s.mu.Unlock()
+		for _, sess := range idle {
+			if sess.end(endIdle) {
+				s.stats.reaped.Add(1)
+				s.opts.Logger.Info("envserver: session idle, its fork freed", "session", sess.id, "idle_timeout", s.opts.IdleTimeout)
+			}
+		}
+	}
+}
+
+func newID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

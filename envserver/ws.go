@@ -1,0 +1,165 @@
+package envserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// writeTimeout bounds sending one message: a peer that stops reading does
+// not hold its session past it.
+const writeTimeout = 10 * time.Second
+
+// message is one client message on /ws.
+type message struct {
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data"`
+}
+
+func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
+	s.conns.Add(1)
+	defer s.conns.Done()
+	c, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		return // Accept has answered the request
+	}
+	c.SetReadLimit(-1) // the size cap is enforced per message below, so that the session survives
+	sess, err := s.open(func(code websocket.StatusCode, reason string) { c.Close(code, reason) })
+	if err != nil {
+		code, status := CodeSession, websocket.StatusGoingAway
+		if errors.Is(err, errCapacity) {
+			code, status = CodeCapacityReached, websocket.StatusTryAgainLater
+		}
+		data := map[string]any{"message": err.Error(), "code": code}
+		if code == CodeCapacityReached {
+			data["active_sessions"], data["max_sessions"] = s.opts.MaxSessions, s.opts.MaxSessions
+		}
+		s.send(context.Background(), c, response{Type: typeError, Data: data})
+		c.Close(status, err.Error())
+		return
+	}
+	defer sess.release()
+	for {
+		// Not sess.ctx: ending a session closes the connection with a
+		// status (hangUp), which ends this read.
+		raw, perr, err := s.read(context.Background(), c)
+		if err != nil {
+			if !sess.ended() {
+				c.CloseNow()
+			}
+			return
+		}
+		done := sess.begin()
+		var resp response
+		if perr == nil {
+			var closing bool
+			resp, closing = s.handle(sess, raw)
+			if closing {
+				done()
+				sess.release() // before the close handshake, which waits on the peer
+				c.Close(websocket.StatusNormalClosure, "")
+				return
+			}
+		} else {
+			resp = errorResponse(perr)
+		}
+		err = s.send(sess.ctx, c, resp)
+		done()
+		if err != nil {
+			c.CloseNow()
+			return
+		}
+	}
+}
+
+// read reads one message of at most MaxMessageBytes. A larger message is
+// read to its end (up to 16 times the cap) and answered with perr; beyond
+// that, or when the peer fails, err ends the connection.
+func (s *Server) read(ctx context.Context, c *websocket.Conn) (_ []byte, perr *protoError, err error) {
+	_, rd, err := c.Reader(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	max := s.opts.MaxMessageBytes
+	b, err := io.ReadAll(io.LimitReader(rd, max+1))
+	if err != nil {
+		return nil, nil, err
+	}
+	if int64(len(b)) <= max {
+		return b, nil, nil
+	}
+	n, err := io.Copy(io.Discard, io.LimitReader(rd, 16*max))
+	if err != nil {
+		return nil, nil, err
+	}
+	if n == 16*max {
+		return nil, nil, fmt.Errorf("message of more than %d bytes", 17*max)
+	}
+	return nil, &protoError{Code: CodeValidation, Message: fmt.Sprintf("message of more than %d bytes (the server's limit)", max)}, nil
+}
+
+func (s *Server) send(ctx context.Context, c *websocket.Conn, resp response) error {
+	b, err := json.Marshal(resp)
+	if err != nil {
+		b, _ = json.Marshal(errorResponse(execution("encoding the answer: %v", err)))
+	}
+	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
+	defer cancel()
+	return c.Write(ctx, websocket.MessageText, b)
+}
+
+// handle answers one message; closing reports a close message.
+func (s *Server) handle(sess *session, raw []byte) (_ response, closing bool) {
+	var m message
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || !json.Valid(raw) {
+			return errorResponse(&protoError{Code: CodeInvalidJSON, Message: "Invalid JSON: " + err.Error()}), false
+		}
+		return errorResponse(decodeError("message", err)), false
+	}
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if sess.ended() {
+		return errorResponse(&protoError{Code: CodeSession, Message: "session ended"}), false
+	}
+	var (
+		res  StepResult
+		perr *protoError
+	)
+	switch m.Type {
+	case typeReset:
+		res, perr = sess.reset(m.Data)
+	case typeStep:
+		res, perr = sess.step(m.Data)
+	case typeState:
+		st, perr := sess.state()
+		if perr != nil {
+			return errorResponse(perr), false
+		}
+		return response{Type: typeState, Data: st}, false
+	case typeClose:
+		return response{}, true
+	case typeMCP:
+		var req rpcRequest
+		if len(m.Data) == 0 || json.Unmarshal(m.Data, &req) != nil {
+			return response{Type: typeMCP, Data: rpcFail(nil, codeInvalidRequest, "Invalid request: data must be a JSON-RPC request object")}, false
+		}
+		return response{Type: typeMCP, Data: s.rpc(sess, &req)}, false
+	default:
+		return errorResponse(&protoError{Code: CodeUnknownType, Message: fmt.Sprintf("Unknown message type: %s", m.Type)}), false
+	}
+	if perr != nil {
+		return errorResponse(perr), false
+	}
+	return response{Type: typeObservation, Data: res}, false
+}
