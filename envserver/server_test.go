@@ -492,12 +492,12 @@ func TestHTTPMCP(t *testing.T) {
 	}
 	for body, code := range map[string]int{
 		`{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"session_id": "` + sid + `", "name": "query_database"}}`: -32602,
-		`{"jsonrpc": "2.0", "id": 9, "method": "resources/list"}`:                                                             -32601,
-		`{"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": {"fixture": "customers"}}`:                            -32602,
-		`{"jsonrpc": "2.0", "id": 11, "method": "tools/call", "params": [1]}`:                                                 -32602,
-		`{"jsonrpc": "2.0", "id": 12, "method": "tools/list"}`:                                                                -32602, // two fixtures: name one
-		`{"jsonrpc": "1.0", "id": 13, "method": "tools/list"}`:                                                                -32600,
-		`{"jsonrpc": "2.0", "id": `:                                                                                           -32700,
+		`{"jsonrpc": "2.0", "id": 9, "method": "resources/list"}`:                                                                -32601,
+		`{"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": {"fixture": "customers"}}`:                               -32602,
+		`{"jsonrpc": "2.0", "id": 11, "method": "tools/call", "params": [1]}`:                                                    -32602,
+		`{"jsonrpc": "2.0", "id": 12, "method": "tools/list"}`:                                                                   -32602, // two fixtures: name one
+		`{"jsonrpc": "1.0", "id": 13, "method": "tools/list"}`:                                                                   -32600,
+		`{"jsonrpc": "2.0", "id": `: -32700,
 	} {
 		if got := errCode(post(body)); got != code {
 			t.Errorf("%s: code %d, want %d", body, got, code)
