@@ -13,6 +13,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/envserver"
 	"github.com/mcprl/mcprl/reward"
 	"github.com/mcprl/mcprl/sandbox"
@@ -22,9 +23,9 @@ import (
 
 // goldenText is a task's golden trajectory as the model would write it:
 // each assistant turn's text and calls, and its calls in order.
-func goldenText(tk *task.Task) (string, []toolcall.Call) {
+func goldenText(tk *task.Task) (string, []chat.Call) {
 	var parts []string
-	var calls []toolcall.Call
+	var calls []chat.Call
 	for _, m := range tk.Golden {
 		if m.Role != "assistant" {
 			continue
@@ -137,7 +138,7 @@ func TestEpisode(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer own.Close()
-	traj, err := reward.Replay(context.Background(), own, tk, text)
+	traj, err := reward.Replay(context.Background(), own, text)
 	if err != nil {
 		t.Fatal(err)
 	}

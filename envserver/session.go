@@ -13,8 +13,8 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/reward"
-	"github.com/mcprl/mcprl/rollout"
 	"github.com/mcprl/mcprl/sandbox"
 	"github.com/mcprl/mcprl/task"
 	"github.com/mcprl/mcprl/toolcall"
@@ -49,7 +49,7 @@ type session struct {
 	task      *task.Task
 	fixture   string
 	sb        *sandbox.Sandbox
-	calls     []rollout.CallResult
+	calls     []chat.CallResult
 	steps     int
 	done      bool
 	trajErr   string
@@ -302,7 +302,7 @@ func (sess *session) ready() *protoError {
 
 // call runs one tool call in the episode's fork and records it.
 func (sess *session) call(name string, args json.RawMessage) CallToolObservation {
-	cr := rollout.CallResult{Call: toolcall.Call{Name: name, Arguments: args}}
+	cr := chat.CallResult{Call: chat.Call{Name: name, Arguments: args}}
 	obs := CallToolObservation{ToolName: name}
 	sess.srv.stats.toolCalls.Add(1)
 	res, err := sess.sb.Call(sess.ctx, name, args)
@@ -337,9 +337,8 @@ func (sess *session) scoreEpisode(text, answer string) (*episodeScore, error) {
 		}
 		text = strings.Join(parts, "\n")
 	}
-	traj := &rollout.Trajectory{
-		Task:   sess.task,
-		Turns:  []rollout.Turn{{Text: text, Calls: sess.calls}},
+	traj := &chat.Trajectory{
+		Turns:  []chat.Turn{{Text: text, Calls: sess.calls}},
 		Answer: answer,
 		Error:  sess.trajErr,
 	}
@@ -429,9 +428,9 @@ func completionText(raw json.RawMessage) (text, answer string, _ *protoError) {
 		var b strings.Builder
 		b.WriteString(content)
 		for _, tc := range m.ToolCalls {
-			c := toolcall.Call{Name: tc.Name, Arguments: tc.Arguments}
+			c := chat.Call{Name: tc.Name, Arguments: tc.Arguments}
 			if tc.Function != nil {
-				c = toolcall.Call{Name: tc.Function.Name, Arguments: tc.Function.Arguments}
+				c = chat.Call{Name: tc.Function.Name, Arguments: tc.Function.Arguments}
 			}
 			if len(c.Arguments) > 0 && c.Arguments[0] == '"' {
 				// OpenAI's form: the arguments as a JSON string.
