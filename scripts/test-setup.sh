@@ -40,6 +40,12 @@ DO $$ BEGIN
 END $$;
 SELECT 'CREATE DATABASE mcprl_test OWNER mcprl'
 WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = 'mcprl_test')\gexec
+-- The sandbox bounds the policy's temporary files with temp_file_limit, a superuser setting.
+DO $$ BEGIN
+  IF current_setting('server_version_num')::int >= 150000 THEN
+    EXECUTE 'GRANT SET ON PARAMETER temp_file_limit TO mcprl';
+  END IF;
+END $$;
 SQL
 
 # npm packages that tests drive (MCP Inspector CLI, reference MCP servers).

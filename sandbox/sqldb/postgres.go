@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,6 +42,9 @@ type pgTemplate struct {
 	schemaSQL string
 	dataSQL   string
 	timeout   time.Duration
+	maxMemory int64
+	tempLimit bool // the DSN's user may set temp_file_limit
+	logger    *slog.Logger
 
 	// anchor is held open for the template's whole life: its
 	// application_name marks the template's slots as live, so another
@@ -72,7 +76,8 @@ func newPGTemplate(ctx context.Context, schemaSQL, dataSQL string, opts Options)
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, err
 	}
-	t := &pgTemplate{cfg: cfg, id: hex.EncodeToString(b[:]), schemaSQL: schemaSQL, dataSQL: dataSQL, timeout: opts.StatementTimeout}
+	t := &pgTemplate{cfg: cfg, id: hex.EncodeToString(b[:]), schemaSQL: schemaSQL, dataSQL: dataSQL,
+		timeout: opts.StatementTimeout, maxMemory: opts.MaxMemory, logger: opts.Logger}
 	cfg.RuntimeParams["application_name"] = t.AppName()
 	// One row may not exceed what SQLite allows for one value either:
 	// SELECT repeat('x', 1e9) must not allocate a gigabyte here.
@@ -86,6 +91,7 @@ func newPGTemplate(ctx context.Context, schemaSQL, dataSQL string, opts Options)
 		return nil, err
 	}
 	sweepStale(ctx, c)
+	t.tempLimit = t.canSetTempLimit(ctx, c)
 	slot, err := t.buildSlot(ctx, c)
 	if err != nil {
 		c.Close(context.Background())
@@ -141,6 +147,20 @@ END $$`).ReadAll()
 		}
 	}
 	return nil
+}
+
+// canSetTempLimit reports whether the session user may set temp_file_limit
+// (a superuser, or one granted SET ON PARAMETER temp_file_limit); if not,
+// it logs that forks' temporary files are bounded by time only.
+func (t *pgTemplate) canSetTempLimit(ctx context.Context, c *pgconn.PgConn) bool {
+	_, err := c.Exec(ctx, fmt.Sprintf("BEGIN; SET LOCAL temp_file_limit = %d; ROLLBACK", t.maxMemory>>10)).ReadAll()
+	if err == nil {
+		return true
+	}
+	c.Exec(ctx, "ROLLBACK").ReadAll()
+	t.logger.Warn("sqldb: postgres: the DSN's user may not set temp_file_limit, so the policy's temporary files are bounded only by the statement timeout; "+
+		"a superuser can allow it: GRANT SET ON PARAMETER temp_file_limit TO <user>", "err", err)
+	return false
 }
 
 // sweepStale drops slot schemas left by templates whose process died
@@ -275,6 +295,12 @@ func (t *pgTemplate) fork(ctx context.Context) (forkConn, error) {
 		}
 	}
 	fmt.Fprintf(&b, "; SET LOCAL statement_timeout = %d", t.timeout.Milliseconds())
+	// Memory: sorts and hashes spill to disk beyond work_mem, and the
+	// spills stop at temp_file_limit.
+	fmt.Fprintf(&b, "; SET LOCAL work_mem = %d; SET LOCAL maintenance_work_mem = %d", max(t.maxMemory/4>>10, 64), max(t.maxMemory/4>>10, 1024))
+	if t.tempLimit {
+		fmt.Fprintf(&b, "; SET LOCAL temp_file_limit = %d", t.maxMemory>>10)
+	}
 	// A fork may sit idle in its transaction while the policy generates.
 	b.WriteString("; SET LOCAL idle_in_transaction_session_timeout = 0")
 	b.WriteString("; SET LOCAL ROLE " + quoteIdent(PolicyRole))
@@ -522,16 +548,40 @@ func (f *pgFork) inSavepoint(ctx context.Context, lim limits, oracle bool, fn fu
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	// The server's statement_timeout ends a long statement cleanly; the
-	// client-side deadline (a little later) is the backstop.
-	cctx, cancel := callCtx(ctx, lim.timeout+time.Second)
+	// The server's statement_timeout ends a long statement cleanly, within
+	// the caller's deadline too (a deadline that cut the statement short
+	// would cost the connection); the client-side deadline, a little later,
+	// is the backstop.
+	server, grace := lim.timeout, time.Second
+	if b := budget(ctx, lim.timeout); b < lim.timeout {
+		// The server must answer before the caller's deadline; the
+		// client waits a little past it before it cuts the connection.
+		lim.timeout = b
+		server = b - min(b/10, 100*time.Millisecond)
+		grace = max(b/10, 20*time.Millisecond)
+	}
+	if server < time.Millisecond {
+		return nil, timeoutError(lim.timeout, context.DeadlineExceeded)
+	}
+	cctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), lim.timeout+grace, errCallTimeout)
 	defer cancel()
-	if _, err := f.c.Exec(cctx, "SAVEPOINT mcprl_q").ReadAll(); err != nil {
+	// The caller's cancellation (not its deadline) still stops the call.
+	defer context.AfterFunc(ctx, func() {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			cancel()
+		}
+	})()
+	setup := fmt.Sprintf("SET LOCAL statement_timeout = %d; SAVEPOINT mcprl_q", server.Milliseconds())
+	if _, err := f.c.Exec(cctx, setup).ReadAll(); err != nil {
 		return nil, f.fail(ctx, cctx, lim, err)
 	}
 	res, err := fn(cctx)
+	// Ending the savepoint must not fail for want of the call's time: the
+	// connection would be lost with it.
+	ectx, ecancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer ecancel()
 	if err != nil || oracle {
-		if _, rerr := f.c.Exec(cctx, "ROLLBACK TO SAVEPOINT mcprl_q; RELEASE SAVEPOINT mcprl_q").ReadAll(); rerr != nil {
+		if _, rerr := f.c.Exec(ectx, "ROLLBACK TO SAVEPOINT mcprl_q; RELEASE SAVEPOINT mcprl_q").ReadAll(); rerr != nil {
 			if err != nil {
 				rerr = errors.Join(err, rerr)
 			}
@@ -542,7 +592,7 @@ func (f *pgFork) inSavepoint(ctx context.Context, lim limits, oracle bool, fn fu
 		}
 		return res, nil
 	}
-	out, err := f.c.Exec(cctx, "RELEASE SAVEPOINT mcprl_q; SELECT current_user").ReadAll()
+	out, err := f.c.Exec(ectx, "RELEASE SAVEPOINT mcprl_q; SELECT current_user").ReadAll()
 	if err != nil {
 		return nil, f.fail(ctx, cctx, lim, err)
 	}
@@ -561,6 +611,10 @@ func (f *pgFork) mapErr(ctx, cctx context.Context, lim limits, err error) error 
 		switch pe.Code {
 		case "57014": // query_canceled: statement_timeout
 			return timeoutError(lim.timeout, err)
+		case "53400": // configuration_limit_exceeded: temp_file_limit
+			return memoryError(f.t.maxMemory, "for temporary files", err)
+		case "53200": // out_of_memory
+			return memoryError(f.t.maxMemory, "in memory", err)
 		case "42501": // insufficient_privilege
 			return &QueryError{Kind: KindRefused, Msg: "refused: " + pgMessage(pe), Err: err}
 		}
@@ -575,12 +629,12 @@ func (f *pgFork) fail(ctx, cctx context.Context, lim limits, err error) error {
 	var big *pgproto3.ExceededMaxBodyLenErr
 	if errors.As(err, &big) {
 		return &QueryError{Kind: KindRefused, Err: err, Msg: fmt.Sprintf(
-			"refused: a result row is larger than %d bytes; the database session was lost and this trajectory cannot query it again", pgMaxMessage)}
+			"refused: a result row is larger than %d bytes", pgMaxMessage)}
 	}
-	if ctx.Err() != nil {
+	if errors.Is(ctx.Err(), context.Canceled) {
 		return ctx.Err()
 	}
-	if timedOut(cctx) {
+	if timedOut(cctx) || deadlineHit(ctx) {
 		return timeoutError(lim.timeout, err)
 	}
 	return fmt.Errorf("sqldb: postgres: %w", err)
@@ -699,6 +753,8 @@ ORDER BY c.relname, a.attnum`
 	}
 	return out, nil
 }
+
+func (f *pgFork) lost() error { return f.broken }
 
 func (f *pgFork) close() error {
 	broken := f.broken != nil

@@ -30,12 +30,29 @@ type collector struct {
 	done  bool
 }
 
+// maxColumnName bounds one column name in a Result: SQLite names an
+// expression's column by its text, so SELECT '<10 MB literal>' has a 10 MB
+// column name.
+const maxColumnName = 256
+
 func newCollector(cols []string, lim limits) *collector {
-	r := &Result{Columns: cols, Rows: [][]any{}}
-	if cols == nil {
-		r.Columns = []string{}
+	r := &Result{Columns: make([]string, len(cols)), Rows: [][]any{}}
+	c := &collector{res: r, lim: lim}
+	for i, name := range cols {
+		if len(name) > maxColumnName {
+			cut := maxColumnName
+			for cut > 0 && !utf8.RuneStart(name[cut]) {
+				cut--
+			}
+			name = name[:cut] + "…"
+		}
+		r.Columns[i] = name
+		c.bytes += valueSize(name)
 	}
-	return &collector{res: r, lim: lim}
+	if c.bytes > lim.maxBytes {
+		c.cut(fmt.Sprintf("column names of more than %d bytes", lim.maxBytes))
+	}
+	return c
 }
 
 // add appends a row of already-normalized values; it reports false once a

@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -29,8 +30,19 @@ type Options struct {
 	StatementTimeout time.Duration
 	// MaxRows and MaxBytes cap what one Query returns (defaults
 	// DefaultMaxRows, DefaultMaxBytes); beyond them the result is cut and
-	// marked Truncated.
+	// marked Truncated. Column names count towards MaxBytes.
 	MaxRows, MaxBytes int
+	// MaxMemory bounds the memory one fork's statements may take (default
+	// DefaultMaxMemory). SQLite: how much the fork's in-memory database may
+	// grow beyond the fixture (its max_page_count). PostgreSQL: the
+	// temporary files of one statement (temp_file_limit, when the DSN's
+	// user may set it) and a quarter of it for sorts and hashes (work_mem).
+	// A statement that needs more is refused with a QueryError.
+	MaxMemory int64
+	// Logger receives warnings: a fork that lost its connection and was
+	// replaced, a limit the server does not let the DSN's user set
+	// (discarded when nil).
+	Logger *slog.Logger
 }
 
 // Defaults for zero Options fields.
@@ -38,6 +50,7 @@ const (
 	DefaultStatementTimeout = 5 * time.Second
 	DefaultMaxRows          = 1000
 	DefaultMaxBytes         = 1 << 20
+	DefaultMaxMemory        = 32 << 20
 )
 
 func (o Options) withDefaults() Options {
@@ -49,6 +62,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxBytes <= 0 {
 		o.MaxBytes = DefaultMaxBytes
+	}
+	if o.MaxMemory <= 0 {
+		o.MaxMemory = DefaultMaxMemory
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return o
 }
@@ -77,6 +96,11 @@ const (
 	KindRefused ErrorKind = "refused" // the confinement refused the statement
 	KindSQL     ErrorKind = "sql"     // the database rejected the statement
 	KindTimeout ErrorKind = "timeout" // the per-call time limit ran out
+	// KindLost: the fork's database session was lost (a connection that
+	// died) and the fork was replaced by a fresh copy of the fixture, so
+	// the changes made before are gone. The statement may or may not have
+	// run.
+	KindLost ErrorKind = "lost"
 )
 
 func (e *QueryError) Error() string { return e.Msg }
@@ -116,6 +140,9 @@ type forkConn interface {
 	query(ctx context.Context, sql string, lim limits) (*Result, error)
 	oracle(ctx context.Context, sql string, lim limits) (*Result, error)
 	tables(ctx context.Context) ([]Table, error)
+	// lost is non-nil once the fork's state is gone (its connection died):
+	// it can serve no more calls and must be replaced.
+	lost() error
 	close() error
 }
 
@@ -144,7 +171,7 @@ func NewTemplate(ctx context.Context, schemaSQL, dataSQL string, opts Options) (
 		err error
 	)
 	if opts.DSN == "" {
-		be, err = newSQLiteTemplate(ctx, schemaSQL, dataSQL)
+		be, err = newSQLiteTemplate(ctx, schemaSQL, dataSQL, opts.MaxMemory)
 	} else if IsPostgres(opts.DSN) {
 		be, err = newPGTemplate(ctx, schemaSQL, dataSQL, opts)
 	} else {
@@ -220,22 +247,105 @@ type DB struct {
 	t   *Template
 	lim limits
 
-	mu     sync.Mutex
-	fc     forkConn
-	closed bool
+	mu       sync.Mutex
+	fc       forkConn
+	closed   bool
+	lostWhy  error // the first loss of the fork's state, if any
+	replaced int   // how many times fc was replaced
 }
 
 // Query runs one statement of untrusted SQL from the policy, confined. A
 // refusal, SQL error or timeout is a *QueryError (its message is for the
 // model); any other error is an infrastructure failure.
+//
+// When the fork's database session is lost (PostgreSQL: the connection
+// died, for instance cut by a deadline in the middle of a statement), the
+// fork is replaced by a fresh copy of the fixture and the call that found
+// it lost returns a QueryError of KindLost saying so; Lost then reports it.
 func (d *DB) Query(ctx context.Context, sql string) (*Result, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
 		return nil, ErrClosed
 	}
-	return d.fc.query(ctx, sql, d.lim)
+	if why := d.fc.lost(); why != nil {
+		// Lost by an earlier call that the caller abandoned.
+		return nil, d.replace(ctx, why, nil)
+	}
+	res, err := d.fc.query(ctx, sql, d.lim)
+	if why := d.fc.lost(); why != nil {
+		return nil, d.replace(ctx, why, err)
+	}
+	return res, err
 }
+
+// Lost reports why the fork's state was lost and replaced, the first time
+// it happened, or nil if it never was. A trajectory whose fork was lost saw
+// its database reset in the middle.
+func (d *DB) Lost() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.lostWhy
+}
+
+// replace discards the lost fork and forks a fresh one. err is what the
+// call that lost it returned. The result is the error for that call.
+func (d *DB) replace(ctx context.Context, why, err error) error {
+	if d.lostWhy == nil {
+		d.lostWhy = why
+	}
+	d.fc.close()
+	msg := "the database session was lost"
+	var qe *QueryError
+	if errors.As(err, &qe) {
+		msg = qe.Msg + "; " + msg
+	}
+	if errors.Is(ctx.Err(), context.Canceled) {
+		// The caller gave up: replace the fork on its next call.
+		d.fc = lostFork{why}
+		return ctx.Err()
+	}
+	// Replacing must not fail for want of the caller's remaining time.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	fc, ferr := d.t.be.fork(rctx)
+	if ferr != nil {
+		d.fc = lostFork{why}
+		d.t.opts.Logger.Warn("sqldb: fork lost and could not be replaced", "backend", d.t.Backend(), "reason", why, "err", ferr)
+		return fmt.Errorf("sqldb: %s (%v) and a new fork failed: %w", msg, why, ferr)
+	}
+	d.fc = fc
+	d.replaced++
+	d.t.opts.Logger.Warn("sqldb: fork lost its database session; replaced by a fresh copy of the fixture", "backend", d.t.Backend(), "reason", why, "replacements", d.replaced)
+	return &QueryError{Kind: KindLost, Err: why, Msg: msg +
+		", so the database was reset to its initial state: changes made earlier in this episode are gone (run the statement again if it is still needed)"}
+}
+
+// ensure replaces a lost fork before a trusted call (Oracle, Tables).
+func (d *DB) ensure(ctx context.Context) error {
+	why := d.fc.lost()
+	if why == nil {
+		return nil
+	}
+	var qe *QueryError
+	if err := d.replace(ctx, why, nil); !errors.As(err, &qe) {
+		return err
+	}
+	return nil
+}
+
+// lostFork stands for a fork whose state is gone and whose replacement
+// has not been made yet.
+type lostFork struct{ why error }
+
+func (l lostFork) query(context.Context, string, limits) (*Result, error) { return nil, l.err() }
+func (l lostFork) oracle(context.Context, string, limits) (*Result, error) {
+	return nil, l.err()
+}
+func (l lostFork) tables(context.Context) ([]Table, error) { return nil, l.err() }
+func (l lostFork) lost() error                             { return l.why }
+func (l lostFork) close() error                            { return nil }
+func (l lostFork) err() error                              { return fmt.Errorf("sqldb: fork lost: %w", l.why) }
 
 // Oracle runs trusted read-only SQL (a reward assertion) against this
 // fork's current state, without the policy's confinement; it cannot change
@@ -245,6 +355,9 @@ func (d *DB) Oracle(ctx context.Context, sql string) (*Result, error) {
 	defer d.mu.Unlock()
 	if d.closed {
 		return nil, ErrClosed
+	}
+	if err := d.ensure(ctx); err != nil {
+		return nil, err
 	}
 	return d.fc.oracle(ctx, sql, d.lim)
 }
@@ -256,6 +369,9 @@ func (d *DB) Tables(ctx context.Context) ([]Table, error) {
 	defer d.mu.Unlock()
 	if d.closed {
 		return nil, ErrClosed
+	}
+	if err := d.ensure(ctx); err != nil {
+		return nil, err
 	}
 	return d.fc.tables(ctx)
 }
@@ -287,13 +403,47 @@ func callCtx(ctx context.Context, timeout time.Duration) (context.Context, conte
 
 var errCallTimeout = errors.New("per-call time limit")
 
+// budget is how long one statement may run: the statement timeout, or the
+// time left before the caller's deadline when that comes first.
+func budget(ctx context.Context, timeout time.Duration) time.Duration {
+	if dl, ok := ctx.Deadline(); ok {
+		if left := time.Until(dl); left < timeout {
+			return left
+		}
+	}
+	return timeout
+}
+
+// deadlineHit reports whether ctx ended by its deadline (not a cancel).
+func deadlineHit(ctx context.Context) bool {
+	return errors.Is(ctx.Err(), context.DeadlineExceeded)
+}
+
 // timedOut reports whether cctx ended by its own per-call limit.
 func timedOut(cctx context.Context) bool {
 	return errors.Is(context.Cause(cctx), errCallTimeout)
 }
 
 func timeoutError(d time.Duration, err error) *QueryError {
-	return &QueryError{Kind: KindTimeout, Msg: fmt.Sprintf("query timed out: it ran longer than the %s limit per call and was cancelled", d), Err: err}
+	return &QueryError{Kind: KindTimeout, Msg: fmt.Sprintf("query timed out: it ran longer than the %s limit per call and was cancelled", d.Round(10*time.Millisecond)), Err: err}
+}
+
+// memoryError is the refusal of a statement that needed more than the
+// fork's memory allows.
+func memoryError(max int64, what string, err error) *QueryError {
+	return &QueryError{Kind: KindRefused, Err: err, Msg: fmt.Sprintf(
+		"refused: the statement needed more than the %s this sandbox allows %s; it was rolled back. Work on fewer or smaller rows.", formatBytes(max), what)}
+}
+
+// formatBytes writes n as MiB or KiB when it is a whole number of them.
+func formatBytes(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 func redact(dsn string) string {

@@ -37,11 +37,16 @@ const (
 )
 
 type sqliteTemplate struct {
-	db    *sql.DB // opens a fresh private in-memory connection per fork
-	image []byte  // the serialized template database
+	db       *sql.DB // opens a fresh private in-memory connection per fork
+	image    []byte  // the serialized template database
+	maxPages int64   // a fork's max_page_count: the template's pages and maxMemory more
+	maxMem   int64
 }
 
-func newSQLiteTemplate(ctx context.Context, schemaSQL, dataSQL string) (*sqliteTemplate, error) {
+// sqliteFull is SQLITE_FULL, the error of a write past max_page_count.
+const sqliteFull = 13
+
+func newSQLiteTemplate(ctx context.Context, schemaSQL, dataSQL string, maxMemory int64) (*sqliteTemplate, error) {
 	db, err := sql.Open("sqlite", sqliteDSN)
 	if err != nil {
 		return nil, fmt.Errorf("sqldb: sqlite: open: %w", err)
@@ -71,6 +76,16 @@ func newSQLiteTemplate(ctx context.Context, schemaSQL, dataSQL string) (*sqliteT
 		return nil, fmt.Errorf("sqldb: sqlite: serialize template: %w", err)
 	}
 	t.image = img
+	// The in-memory database grows by reallocation (doubling) up to a
+	// gigabyte unless max_page_count stops it; count the fork's growth
+	// in whole pages of the template's size.
+	var pageSize int64
+	if err := sc.QueryRowContext(ctx, "PRAGMA page_size").Scan(&pageSize); err != nil || pageSize <= 0 {
+		db.Close()
+		return nil, fmt.Errorf("sqldb: sqlite: page_size: %v", err)
+	}
+	t.maxMem = maxMemory
+	t.maxPages = int64(len(img))/pageSize + max(maxMemory/pageSize, 1)
 	return t, nil
 }
 
@@ -127,6 +142,9 @@ func (t *sqliteTemplate) fork(ctx context.Context) (forkConn, error) {
 	err = sc.Raw(func(any) error {
 		if err := c.Deserialize(t.image); err != nil {
 			return fmt.Errorf("deserialize: %w", err)
+		}
+		if _, err := c.ExecContext(ctx, fmt.Sprintf("PRAGMA max_page_count = %d", t.maxPages), nil); err != nil {
+			return fmt.Errorf("max_page_count: %w", err)
 		}
 		return c.RegisterAuthorizer(f.authorize)
 	})
@@ -253,6 +271,7 @@ func (f *sqliteFork) run(ctx context.Context, src string, lim limits) (*Result, 
 	if err != nil {
 		return nil, err
 	}
+	lim.timeout = budget(ctx, lim.timeout)
 	cctx, cancel := callCtx(ctx, lim.timeout)
 	defer cancel()
 	f.denied = ""
@@ -263,16 +282,19 @@ func (f *sqliteFork) run(ctx context.Context, src string, lim limits) (*Result, 
 		return err
 	})
 	if err != nil {
-		if ctx.Err() != nil {
+		if errors.Is(ctx.Err(), context.Canceled) {
 			return nil, ctx.Err()
 		}
-		if timedOut(cctx) {
+		if timedOut(cctx) || deadlineHit(ctx) {
 			return nil, timeoutError(lim.timeout, err)
 		}
 		if f.denied != "" {
 			return nil, &QueryError{Kind: KindRefused, Msg: "refused: " + f.denied, Err: err}
 		}
 		var se *sqlite.Error
+		if errors.As(err, &se) && se.Code()&0xff == sqliteFull {
+			return nil, memoryError(f.t.maxMem, "for the database's growth", err)
+		}
 		if errors.As(err, &se) {
 			return nil, &QueryError{Kind: KindSQL, Msg: "SQL error: " + sqliteMessage(se), Err: err}
 		}
@@ -377,6 +399,9 @@ ORDER BY m.name, p.cid`
 	}
 	return out, nil
 }
+
+// lost is always nil: an in-memory database has no connection to lose.
+func (f *sqliteFork) lost() error { return nil }
 
 func (f *sqliteFork) close() error {
 	return f.t.discard(f.sc)
