@@ -11,7 +11,9 @@ type Trajectory struct {
 	// removed: what the agent finally said.
 	Answer string
 	// Error records what ended the trajectory early (a crashed or hung tool
-	// server, a sandbox failure); empty when it ended normally.
+	// server, a sandbox failure, a database fork lost and reset under it);
+	// empty when it ended normally. Such a trajectory is no fair sample of
+	// the policy: trainers leave it out rather than score it.
 	Error string
 	// Truncated is true when the trajectory hit max_completion_length or
 	// max_tool_calling_iterations instead of ending with end-of-turn.

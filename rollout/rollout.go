@@ -353,6 +353,13 @@ func (r *Runner) turn(ctx context.Context, s *state, sample policy.Sample, stops
 				t.Error = fmt.Sprintf("tool %s: %v", c.Call.Name, err)
 				return nil
 			}
+			if lost := s.sb.Lost(); lost != nil {
+				// The database was reset under the trajectory: what follows
+				// would not be the policy's doing.
+				c.IsError, c.Text = true, resultText(res)
+				t.Error = fmt.Sprintf("tool %s: the sandbox's database fork was lost and reset to the fixture: %v", c.Call.Name, lost)
+				return nil
+			}
 			c.IsError = res.IsError
 			c.Text = sandbox.ResultText(res)
 			c.Structured = res.StructuredContent

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcprl/mcprl/chat"
+	"github.com/mcprl/mcprl/internal/pgtest"
 	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/policy"
 	"github.com/mcprl/mcprl/rollout"
@@ -552,5 +553,25 @@ func TestCacheFull(t *testing.T) {
 				t.Errorf("trajectory %d: turn %d is empty", i, k)
 			}
 		}
+	}
+}
+
+// TestForkLost: a trajectory whose PostgreSQL fork loses its connection
+// (here a 20 MB row, which the client refuses to read) ends with Error
+// saying so; the other trajectories of the group are untouched.
+func TestForkLost(t *testing.T) {
+	f := newFactory(t, loadFixture(t, customersDir), sandbox.Options{DSN: pgtest.DSN(t)})
+	good := script(t, call("query_database", `{"sql": "SELECT COUNT(*) FROM customers"}`), "36 customers.<|im_end|>")
+	bad := script(t, call("query_database", `{"sql": "SELECT repeat('x', 20000000)"}`), "never reached<|im_end|>")
+	r := runner(t, &rollout.Script{Scripts: [][][]int32{bad, good}}, rollout.Config{NumGenerations: 2, MaxCompletionLength: 512, MaxToolCallingIterations: 3})
+	trajs, err := r.Run(context.Background(), []rollout.Job{{Task: seedTask(), Factory: f}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(trajs[0].Error, "lost") || len(trajs[0].Turns) != 1 {
+		t.Errorf("lost fork: error %q, %d turns", trajs[0].Error, len(trajs[0].Turns))
+	}
+	if trajs[1].Error != "" || trajs[1].Answer != "36 customers." {
+		t.Errorf("other trajectory: error %q answer %q", trajs[1].Error, trajs[1].Answer)
 	}
 }

@@ -20,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -57,7 +56,9 @@ type Options struct {
 	CallTimeout time.Duration
 	// ConnectTimeout bounds connecting each external MCP server (30s when zero).
 	ConnectTimeout time.Duration
-	// Logger receives the SDK's diagnostics (discarded when nil).
+	// Logger receives the SDK's diagnostics and the sandbox's warnings: a
+	// database fork that lost its connection and was replaced, a limit the
+	// database server would not apply (discarded when nil).
 	Logger *slog.Logger
 	// SDKPipe connects each sandbox's client and server with the SDK's
 	// mcp.NewInMemoryTransports (a byte stream over net.Pipe) instead of the
@@ -155,6 +156,7 @@ func NewFactory(ctx context.Context, fx *task.Fixture, opts Options) (_ *Factory
 	lim := fx.Config.Limits
 	f.tmpl, err = sqldb.NewTemplate(ctx, fx.SchemaSQL, fx.DataSQL, sqldb.Options{
 		DSN: opts.DSN, StatementTimeout: lim.QueryTimeout, MaxRows: lim.MaxRows, MaxBytes: lim.MaxBytes,
+		MaxMemory: lim.MaxMemory, Logger: opts.Logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: fixture %s: %w", fx.Name, err)
@@ -181,7 +183,7 @@ func NewFactory(ctx context.Context, fx *task.Fixture, opts Options) (_ *Factory
 
 // listTools runs tools/list against a server that has no database behind it.
 func (f *Factory) listTools(ctx context.Context) ([]*mcp.Tool, error) {
-	srv := f.newServer(nil, 0)
+	srv := f.newServer(oneDB(nil), 0, nil)
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := srv.Connect(ctx, st, nil)
 	if err != nil {
@@ -230,22 +232,10 @@ func (f *Factory) Serve(ctx context.Context, t mcp.Transport) error {
 		return fmt.Errorf("sandbox: forking database: %w", err)
 	}
 	defer db.Close()
-	if err := f.newServer(db, f.opts.CallTimeout).Run(ctx, t); err != nil && ctx.Err() == nil {
+	if err := f.newServer(oneDB(db), f.opts.CallTimeout, nil).Run(ctx, t); err != nil && ctx.Err() == nil {
 		return fmt.Errorf("sandbox: serving: %w", err)
 	}
 	return nil
-}
-
-// HTTPHandler returns an MCP streamable-HTTP handler for the sandbox. All
-// its clients share one database fork, which close drops.
-func (f *Factory) HTTPHandler(ctx context.Context) (_ http.Handler, close func() error, _ error) {
-	db, err := f.tmpl.Fork(ctx)
-	if err != nil {
-		return nil, nil, fmt.Errorf("sandbox: forking database: %w", err)
-	}
-	srv := f.newServer(db, f.opts.CallTimeout)
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Logger: f.opts.Logger})
-	return h, db.Close, nil
 }
 
 // Fork gives one trajectory its own database fork and MCP server, connected
@@ -262,7 +252,7 @@ func (f *Factory) Fork(ctx context.Context) (*Sandbox, error) {
 		return nil, fmt.Errorf("sandbox: forking database: %w", err)
 	}
 	s := &Sandbox{f: f, db: db}
-	srv := f.newServer(db, 0)
+	srv := f.newServer(oneDB(db), 0, nil)
 	st, ct := newMemTransports()
 	if f.opts.SDKPipe {
 		st, ct = mcp.NewInMemoryTransports()
@@ -330,6 +320,13 @@ func (s *Sandbox) Tools() []*mcp.Tool { return s.f.tools }
 
 // DB returns this sandbox's database, for reward oracles.
 func (s *Sandbox) DB() *sqldb.DB { return s.db }
+
+// Lost reports why the sandbox's database fork lost its state and was
+// replaced by a fresh copy of the fixture in the middle of the trajectory
+// (the call that found it got an isError result saying so), or nil if that
+// never happened. A trajectory whose database was reset under it is not a
+// fair sample of the policy.
+func (s *Sandbox) Lost() error { return s.db.Lost() }
 
 // Session returns the MCP client session the sandbox's calls go through.
 func (s *Sandbox) Session() *mcp.ClientSession { return s.cs }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcprl/mcprl/sandbox/lint"
@@ -85,21 +86,37 @@ type LintArgs struct {
 	Path string `json:"path" jsonschema:"path of a workspace file, relative to the workspace root, e.g. schema.sql"`
 }
 
-// newServer builds an MCP server whose built-in tools act on db (nil only
-// for listing the catalog) and that proxies the external servers' tools.
-// With bound > 0 the server limits every tools/call itself (for clients of
-// Serve and HTTPHandler; a Sandbox bounds its calls on the client side).
-func (f *Factory) newServer(db *sqldb.DB, bound time.Duration) *mcp.Server {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "mcprl-sandbox", Title: "mcprl sandbox: " + f.fx.Name, Version: "0"}, &mcp.ServerOptions{
-		Logger:       f.opts.Logger,
-		SchemaCache:  f.cache,
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
-	})
+// dbFunc gives a tool call the database it acts on.
+type dbFunc func(context.Context, *mcp.CallToolRequest) (*sqldb.DB, error)
+
+// oneDB is the dbFunc of a server with one database fork.
+func oneDB(db *sqldb.DB) dbFunc {
+	return func(context.Context, *mcp.CallToolRequest) (*sqldb.DB, error) { return db, nil }
+}
+
+// newServer builds an MCP server whose built-in tools act on the database
+// dbFor gives each call (nil only for listing the catalog) and that proxies
+// the external servers' tools. With bound > 0 the server limits every
+// tools/call itself and answers every failure as an isError result (for
+// clients of Serve and HTTPHandler; a Sandbox bounds its calls on the
+// client side and tells a tool's failure from a server's).
+func (f *Factory) newServer(dbFor dbFunc, bound time.Duration, opts *mcp.ServerOptions) *mcp.Server {
+	so := mcp.ServerOptions{}
+	if opts != nil {
+		so = *opts
+	}
+	so.Logger, so.SchemaCache = f.opts.Logger, f.cache
+	so.Capabilities = &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "mcprl-sandbox", Title: "mcprl sandbox: " + f.fx.Name, Version: "0"}, &so)
 	if f.enabled[ToolQueryDatabase] {
 		srv.AddTool(f.builtin[ToolQueryDatabase], func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			sql, msg := stringArg(req.Params.Arguments, ToolQueryDatabase, "sql")
 			if msg != "" {
 				return ErrorResult(msg), nil
+			}
+			db, err := dbFor(ctx, req)
+			if err != nil {
+				return nil, err
 			}
 			return queryDatabase(ctx, db, sql)
 		})
@@ -109,6 +126,10 @@ func (f *Factory) newServer(db *sqldb.DB, bound time.Duration) *mcp.Server {
 			path, msg := stringArg(req.Params.Arguments, ToolRunLinter, "path")
 			if msg != "" {
 				return ErrorResult(msg), nil
+			}
+			db, err := dbFor(ctx, req)
+			if err != nil {
+				return nil, err
 			}
 			return f.runLinter(ctx, db, path)
 		})
@@ -128,7 +149,17 @@ func (f *Factory) newServer(db *sqldb.DB, bound time.Duration) *mcp.Server {
 			}
 			ctx, cancel := context.WithTimeout(ctx, bound)
 			defer cancel()
-			return next(ctx, method, req)
+			res, err := next(ctx, method, req)
+			var werr *jsonrpc.Error
+			if err != nil && !errors.As(err, &werr) {
+				// A client reads why its call failed; a bare Go error
+				// would reach it as a JSON-RPC error without a valid code.
+				if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+					return ErrorResult(fmt.Sprintf("the call did not finish within the %s limit per call: %v", bound, err)), nil
+				}
+				return ErrorResult(err.Error()), nil
+			}
+			return res, err
 		}
 	})
 	return srv
@@ -193,8 +224,9 @@ func workspaceFiles(dir string, max int) []string {
 	return files
 }
 
-// queryDatabase runs the policy's SQL on its fork. SQL errors and refusals
-// are results the model reads; only infrastructure failures are errors.
+// queryDatabase runs the policy's SQL on its fork. SQL errors, refusals,
+// timeouts and a lost fork's replacement are results the model reads; only
+// infrastructure failures are errors.
 func queryDatabase(ctx context.Context, db *sqldb.DB, sql string) (*mcp.CallToolResult, error) {
 	if strings.TrimSpace(sql) == "" {
 		return ErrorResult("sql is empty: give one SQL statement"), nil

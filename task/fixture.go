@@ -59,6 +59,9 @@ type Limits struct {
 	QueryTimeout time.Duration `yaml:"query_timeout"` // "2s"
 	MaxRows      int           `yaml:"max_rows"`
 	MaxBytes     int           `yaml:"max_bytes"`
+	// MaxMemory bounds what one trajectory's statements may add to the
+	// database in memory, in bytes (see sqldb.Options.MaxMemory).
+	MaxMemory int64 `yaml:"max_memory"`
 }
 
 // DefaultTools are the built-in tools enabled when sandbox.yaml names none.
@@ -233,6 +236,8 @@ func (c *SandboxConfig) validate() error {
 		return errors.New("limits.max_rows: negative")
 	case c.Limits.MaxBytes < 0:
 		return errors.New("limits.max_bytes: negative")
+	case c.Limits.MaxMemory < 0:
+		return errors.New("limits.max_memory: negative")
 	}
 	return nil
 }

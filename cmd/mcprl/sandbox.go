@@ -4,15 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/mcprl/mcprl/internal/httpguard"
 	"github.com/mcprl/mcprl/sandbox"
 	"github.com/mcprl/mcprl/task"
 )
@@ -32,29 +32,45 @@ and the external MCP servers its sandbox.yaml names.`,
 
 func newSandboxServeCmd() *cobra.Command {
 	var (
-		fixture, httpAddr, dsn string
-		stdio, verbose         bool
-		callTimeout            time.Duration
+		fixture, httpAddr, dsn, tokenEnv string
+		stdio, verbose                   bool
+		callTimeout, sessionTimeout      time.Duration
+		maxSessions                      int
 	)
 	cmd := &cobra.Command{
-		Use:   "serve --fixture DIR (--stdio | --http ADDR) [--dsn DSN]",
+		Use:   "serve --fixture DIR (--stdio | --http [HOST:]PORT) [--dsn DSN] [--token-env VAR]",
 		Short: "Serve a fixture's sandbox to any MCP client over stdio or streamable HTTP",
 		Long: `serve builds the fixture's database once, forks it, and serves the sandbox's tools
 (query_database {sql}, run_linter {path}, plus the tools of the fixture's external MCP servers)
-with the official MCP Go SDK. Changes made through query_database live in the fork and are
-dropped when serve exits; the fixture itself is never changed.
+with the official MCP Go SDK. Changes made through query_database live in a fork and are
+dropped when its session ends; the fixture itself is never changed.
 
---stdio serves one client on stdin/stdout (logs go to stderr). --http ADDR serves MCP streamable
-HTTP at http://ADDR/ (all clients share one database fork) until interrupted.
+--stdio serves one client on stdin/stdout (logs go to stderr). --http serves MCP streamable
+HTTP at http://HOST:PORT/ until interrupted: each MCP session gets its own database fork,
+sessions idle for --session-timeout are closed, and at most --max-sessions are open at once.
+--http PORT or :PORT listens on loopback (127.0.0.1) only; name a host (0.0.0.0:PORT) to listen
+elsewhere, which prints a warning. --token-env VAR requires every HTTP request to carry
+"Authorization: Bearer <the value of $VAR>".
+
+A fork whose database connection dies (PostgreSQL) is replaced by a fresh copy; the call that
+found it gets an error result saying so, and a warning is logged to stderr.
 
 Examples:
   mcprl sandbox serve --fixture examples/fixtures/customers --stdio
-  mcprl sandbox serve --fixture examples/fixtures/customers --http 127.0.0.1:8080
+  mcprl sandbox serve --fixture examples/fixtures/customers --http 8080
+  MCPRL_TOKEN=$(openssl rand -hex 16) mcprl sandbox serve --fixture examples/fixtures/customers --http 0.0.0.0:8080 --token-env MCPRL_TOKEN
   npx @modelcontextprotocol/inspector --cli mcprl sandbox serve --fixture examples/fixtures/customers --stdio --method tools/list`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if stdio == (httpAddr != "") {
 				return errors.New("give exactly one of --stdio or --http ADDR")
+			}
+			if stdio && tokenEnv != "" {
+				return errors.New("--token-env guards --http only")
+			}
+			token, err := httpguard.TokenFromEnv(tokenEnv)
+			if err != nil {
+				return err
 			}
 			fx, err := task.LoadFixture(fixture)
 			if err != nil {
@@ -74,32 +90,33 @@ Examples:
 			if stdio {
 				return f.Serve(ctx, &mcp.StdioTransport{})
 			}
-			return serveHTTP(ctx, f, httpAddr, logger)
+			h, closeSessions := f.HTTPHandler(sandbox.HTTPOptions{SessionTimeout: sessionTimeout, MaxSessions: maxSessions})
+			defer closeSessions()
+			return serveHTTP(ctx, f.Fixture().Name, httpguard.Bearer(token, h), httpAddr, token != "", cmd.ErrOrStderr(), logger)
 		},
 	}
 	cmd.Flags().StringVar(&fixture, "fixture", "", "fixture directory (schema.sql, data.sql, workspace/, sandbox.yaml), e.g. examples/fixtures/customers")
 	cmd.Flags().BoolVar(&stdio, "stdio", false, "serve one MCP client on stdin/stdout")
-	cmd.Flags().StringVar(&httpAddr, "http", "", "serve MCP streamable HTTP on this address (host:port, e.g. 127.0.0.1:8080)")
+	cmd.Flags().StringVar(&httpAddr, "http", "", "serve MCP streamable HTTP on [HOST:]PORT (no host: 127.0.0.1)")
 	cmd.Flags().StringVar(&dsn, "dsn", "", `PostgreSQL DSN (postgres://user:pass@host/db); empty uses embedded SQLite`)
 	cmd.Flags().DurationVar(&callTimeout, "call-timeout", sandbox.DefaultCallTimeout, "longest time one tool call may take")
+	cmd.Flags().StringVar(&tokenEnv, "token-env", "", "with --http: require the bearer token held by this environment variable")
+	cmd.Flags().DurationVar(&sessionTimeout, "session-timeout", sandbox.DefaultSessionTimeout, "with --http: close a session (and drop its database fork) after this long without a request")
+	cmd.Flags().IntVar(&maxSessions, "max-sessions", sandbox.DefaultMaxSessions, "with --http: most MCP sessions open at once")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log MCP SDK diagnostics to stderr")
 	_ = cmd.MarkFlagRequired("fixture")
 	return cmd
 }
 
-// serveHTTP serves the sandbox at addr until ctx ends (Ctrl-C).
-func serveHTTP(ctx context.Context, f *sandbox.Factory, addr string, logger *slog.Logger) error {
-	h, closeDB, err := f.HTTPHandler(ctx)
+// serveHTTP serves h at addr (loopback unless addr names a host) until ctx
+// ends (Ctrl-C).
+func serveHTTP(ctx context.Context, name string, h http.Handler, addr string, guarded bool, stderr io.Writer, logger *slog.Logger) error {
+	l, err := httpguard.Listen(addr, guarded, stderr)
 	if err != nil {
 		return err
 	}
-	defer closeDB()
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(os.Stderr, "mcprl: serving fixture %s (MCP streamable HTTP) at http://%s/\n", f.Fixture().Name, l.Addr())
+	fmt.Fprintf(stderr, "mcprl: serving fixture %s (MCP streamable HTTP) at http://%s/\n", name, l.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
 	select {

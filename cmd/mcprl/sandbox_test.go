@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcprl/mcprl/sandbox/sqldb"
 	"github.com/mcprl/mcprl/task"
@@ -156,45 +159,133 @@ func TestSandboxServeInspector(t *testing.T) {
 	})
 
 	t.Run("http", func(t *testing.T) {
-		cmd := exec.Command(bin, "sandbox", "serve", "--fixture", customersFixture, "--http", "127.0.0.1:0")
-		stderr, err := cmd.StderrPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			cmd.Process.Signal(syscall.SIGTERM)
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("serve --http did not exit cleanly: %v", err)
-				}
-			case <-time.After(10 * time.Second):
-				cmd.Process.Kill()
-				t.Error("serve --http did not stop on SIGTERM")
-			}
-		}()
-		sc := bufio.NewScanner(stderr)
-		var url string
-		for sc.Scan() {
-			if i := strings.Index(sc.Text(), "http://"); i >= 0 {
-				url = strings.TrimSuffix(sc.Text()[i:], "/") + "/mcp"
-				break
-			}
-		}
-		if url == "" {
-			t.Fatal("serve --http printed no address")
-		}
-		go func() {
-			for sc.Scan() {
-			}
-		}()
+		url := startServeHTTP(t, exec.Command(bin, "sandbox", "serve", "--fixture", customersFixture, "--http", "127.0.0.1:0"))
 		check(t, []string{url, "--transport", "http"}, false)
 	})
+}
+
+// startServeHTTP starts `mcprl sandbox serve --http` and returns the MCP
+// endpoint it prints; the server is stopped with SIGTERM when the test ends.
+func startServeHTTP(t *testing.T, cmd *exec.Cmd) string {
+	t.Helper()
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("serve --http did not exit cleanly: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			t.Error("serve --http did not stop on SIGTERM")
+		}
+	})
+	sc := bufio.NewScanner(stderr)
+	var url string
+	for sc.Scan() {
+		if i := strings.Index(sc.Text(), "http://"); i >= 0 {
+			url = strings.TrimSuffix(sc.Text()[i:], "/") + "/mcp"
+			break
+		}
+	}
+	if url == "" {
+		t.Fatal("serve --http printed no address")
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	return url
+}
+
+// bearerTransport adds an Authorization header to every request.
+type bearerTransport struct{ token string }
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestSandboxServeHTTPGuards: --http with a bare port listens on loopback;
+// --token-env requires the token on every request; binding beyond loopback
+// prints a warning.
+func TestSandboxServeHTTPGuards(t *testing.T) {
+	bin := buildMcprl(t)
+	t.Run("loopback and token", func(t *testing.T) { testServeLoopbackAndToken(t, bin) })
+	t.Run("warning off loopback", func(t *testing.T) { testServeWarnsOffLoopback(t, bin) })
+}
+
+func testServeLoopbackAndToken(t *testing.T, bin string) {
+	cmd := exec.Command(bin, "sandbox", "serve", "--fixture", customersFixture, "--http", ":0", "--token-env", "MCPRL_TEST_TOKEN")
+	cmd.Env = append(os.Environ(), "MCPRL_TEST_TOKEN=s3cret")
+	url := startServeHTTP(t, cmd)
+	if !strings.HasPrefix(url, "http://127.0.0.1:") {
+		t.Errorf("--http :0 serves at %s, want loopback", url)
+	}
+	ctx := context.Background()
+	connect := func(token string) (*mcp.ClientSession, error) {
+		client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+		return client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1,
+			HTTPClient: &http.Client{Transport: bearerTransport{token}}}, nil)
+	}
+	if _, err := connect("wrong"); err == nil || !strings.Contains(err.Error(), "Unauthorized") {
+		t.Errorf("a wrong token: %v, want Unauthorized", err)
+	}
+	resp, err := http.Post(url, "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("no token: HTTP %d, want 401", resp.StatusCode)
+	}
+	cs, err := connect("s3cret")
+	if err != nil {
+		t.Fatalf("the right token: %v", err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "query_database", Arguments: map[string]any{"sql": "SELECT COUNT(*) FROM orders"}})
+	if err != nil || res.IsError {
+		t.Fatalf("query with the token: %v %v", err, res)
+	}
+}
+
+func testServeWarnsOffLoopback(t *testing.T, bin string) {
+	cmd := exec.Command(bin, "sandbox", "serve", "--fixture", customersFixture, "--http", "0.0.0.0:0")
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	sc := bufio.NewScanner(pipe)
+	for sc.Scan() {
+		stderr.WriteString(sc.Text() + "\n")
+		if strings.Contains(sc.Text(), "serving fixture") {
+			break
+		}
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	cmd.Wait()
+	if !strings.Contains(stderr.String(), "warning: serving on 0.0.0.0:") || !strings.Contains(stderr.String(), "without authentication") {
+		t.Errorf("0.0.0.0: stderr %q, want a warning", stderr.String())
+	}
 }
 
 func TestSandboxServeFlags(t *testing.T) {
@@ -202,6 +293,8 @@ func TestSandboxServeFlags(t *testing.T) {
 		{"sandbox", "serve", "--fixture", customersFixture},
 		{"sandbox", "serve", "--fixture", customersFixture, "--stdio", "--http", "127.0.0.1:0"},
 		{"sandbox", "serve", "--stdio"},
+		{"sandbox", "serve", "--fixture", customersFixture, "--http", ":0", "--token-env", "MCPRL_UNSET_TOKEN_VARIABLE"},
+		{"sandbox", "serve", "--fixture", customersFixture, "--stdio", "--token-env", "HOME"},
 		{"sandbox", "serve", "--fixture", "/nonexistent", "--stdio"},
 	} {
 		cmd := newRootCmd()

@@ -215,6 +215,13 @@ func (t *Template) Fork(ctx context.Context) (*DB, error) {
 	return db, nil
 }
 
+// OpenForks returns how many forks of the template are open.
+func (t *Template) OpenForks() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.forks)
+}
+
 // Close closes every open fork and releases the template (connections,
 // schemas, roles' grants, memory). It is idempotent.
 func (t *Template) Close() error {
