@@ -213,6 +213,11 @@ func (t *Trainer) generate(ctx context.Context, st *State) (*generation, error) 
 		if err != nil {
 			return nil, err
 		}
+		for i, tr := range got {
+			if tr.Error != "" && t.Progress != nil {
+				fmt.Fprintf(t.Progress, "\nstep %d: a trajectory of task %q is left out of training: %s\n", st.GlobalStep+1, jobs[i/n].Task.ID, tr.Error)
+			}
+		}
 		summed, err := WeightedRewards(transpose(scores), t.Weights)
 		if err != nil {
 			return nil, err
@@ -351,6 +356,15 @@ func (t *Trainer) rollout(ctx context.Context, jobs []rollout.Job, round int64) 
 		},
 		Finish: func(ctx context.Context, tk *task.Task, tr *chat.Trajectory, sb *sandbox.Sandbox) error {
 			s := make([]float64, len(t.Rewards))
+			if leaveOut(tr) {
+				for k := range s {
+					s[k] = math.NaN()
+				}
+				mu.Lock()
+				scored[tr] = s
+				mu.Unlock()
+				return nil
+			}
 			var firstErr error
 			for k, f := range t.Rewards {
 				sc, err := f.Score(ctx, &reward.Input{Task: tk, Trajectory: tr, Sandbox: sb})
@@ -391,6 +405,21 @@ func (t *Trainer) rollout(ctx context.Context, jobs []rollout.Job, round int64) 
 		}
 	}
 	return trajs, scores, nil
+}
+
+// leaveOut masks a trajectory that an infrastructure failure ended (its
+// Error: a crashed or hung tool server, a database fork lost and reset
+// under it): it is no sample of the policy, so it is not scored (its reward
+// is NaN, TRL's None: advantage 0, out of its group's mean and std) and none
+// of its tokens are trained on. It reports whether tr was left out.
+func leaveOut(tr *chat.Trajectory) bool {
+	if tr.Error == "" {
+		return false
+	}
+	for i := range tr.Mask {
+		tr.Mask[i] = 0
+	}
+	return true
 }
 
 // completionSlots sizes the KV cache of a rollout batch after its prompts:

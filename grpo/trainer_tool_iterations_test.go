@@ -10,6 +10,7 @@ import (
 	"context"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
@@ -24,7 +25,8 @@ import (
 
 type stopAfterGeneration struct{}
 
-func TestTrainerRunsToolsWithoutIterationLimit(t *testing.T) {
+// toolCallingModel is a tiny Qwen2 that always calls query_database.
+func toolCallingModel(t *testing.T) (*model.Model, *tokenizer.Tokenizer, *tokenizer.Template) {
 	tok, err := tokenizer.Small()
 	if err != nil {
 		t.Fatal(err)
@@ -66,12 +68,18 @@ func TestTrainerRunsToolsWithoutIterationLimit(t *testing.T) {
 		}
 	}
 	head.SetValue(tensors.FromFlatDataAndDimensions(w, cfg.VocabSize, d))
+	return m, tok, tpl
+}
 
+// firstGeneration runs a one-task trainer with the tool-calling model
+// against a customers sandbox made with opts, until its first generation.
+func firstGeneration(t *testing.T, opts sandbox.Options, iters *int) (trajs []*chat.Trajectory, rewards []float64) {
+	m, tok, tpl := toolCallingModel(t)
 	fx, err := task.LoadFixture("../examples/fixtures/customers")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := sandbox.NewFactory(context.Background(), fx, sandbox.Options{})
+	f, err := sandbox.NewFactory(context.Background(), fx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,17 +87,16 @@ func TestTrainerRunsToolsWithoutIterationLimit(t *testing.T) {
 	gc := grpo.Default()
 	gc.OutputDir, gc.MaxSteps, gc.NumGenerations, gc.PerDeviceTrainBatchSize = t.TempDir(), 1, 2, 2
 	gc.MaxCompletionLength, gc.MaxPromptLength = 96, 256
-	gc.MaxToolCallingIterations = nil // not set in the YAML
+	gc.MaxToolCallingIterations = iters
 	seed, err := reward.NewRegistry().New("seed")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []*chat.Trajectory
 	tr := &grpo.Trainer{Config: &gc, Model: m, Tokenizer: tok, Template: tpl,
 		Tasks:     []task.Task{{ID: "t", Task: "How many inactive customers?", Fixture: "customers"}},
 		Sandboxes: map[string]*sandbox.Factory{"customers": f}, Rewards: []reward.Func{seed}, Weights: []float64{1},
-		OnGeneration: func(_ int, trajs []*chat.Trajectory, _ []float64) {
-			got = trajs
+		OnGeneration: func(_ int, got []*chat.Trajectory, r []float64) {
+			trajs, rewards = got, r
 			panic(stopAfterGeneration{}) // the optimizer step is not what this test is about
 		}}
 	func() {
@@ -102,9 +109,14 @@ func TestTrainerRunsToolsWithoutIterationLimit(t *testing.T) {
 		}()
 		tr.Train(context.Background(), false)
 	}()
-	if len(got) == 0 {
+	if len(trajs) == 0 {
 		t.Fatal("no generation")
 	}
+	return trajs, rewards
+}
+
+func TestTrainerRunsToolsWithoutIterationLimit(t *testing.T) {
+	got, _ := firstGeneration(t, sandbox.Options{}, nil) // max_tool_calling_iterations not set in the YAML
 	for i, traj := range got {
 		calls := traj.Calls()
 		if len(calls) == 0 {
@@ -112,6 +124,28 @@ func TestTrainerRunsToolsWithoutIterationLimit(t *testing.T) {
 		}
 		if calls[0].Text == "" {
 			t.Errorf("trajectory %d: its first tool call was never executed (max_tool_calling_iterations unset became 0)", i)
+		}
+	}
+}
+
+// A trajectory that an infrastructure failure ended (here: the tool server
+// does not answer within the call timeout) is left out of training, not
+// scored: its reward is NaN and none of its tokens is trained on.
+func TestTrainerLeavesOutFailedTrajectories(t *testing.T) {
+	iters := 2
+	got, rewards := firstGeneration(t, sandbox.Options{CallTimeout: time.Nanosecond}, &iters)
+	for i, traj := range got {
+		if traj.Error == "" {
+			t.Fatalf("trajectory %d ended without the call timeout: %q", i, traj.Completion())
+		}
+		if !math.IsNaN(rewards[i]) {
+			t.Errorf("trajectory %d (%s) scored %v, want NaN (left out)", i, traj.Error, rewards[i])
+		}
+		for j, m := range traj.Mask {
+			if m != 0 {
+				t.Errorf("trajectory %d: token %d is trained on", i, j)
+				break
+			}
 		}
 	}
 }
