@@ -400,10 +400,11 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string, keys map[int]string, n
 			errs = append(errs, errors.New(msg))
 			continue
 		}
-		if prev, dup := seen[k.Value]; dup {
-			errs = append(errs, fmt.Errorf("%s:%d: key %q repeated (first on line %d)", name, k.Line, p, prev))
+		if first, dup := seen[k.Value]; dup {
+			errs = append(errs, fmt.Errorf("%s:%d: key %q repeated (first on line %d)", name, k.Line, p, first))
+		} else {
+			seen[k.Value] = k.Line
 		}
-		seen[k.Value] = k.Line
 		keys[v.Line] = p
 		errs = append(errs, checkKeys(v, ft, p, keys, name)...)
 	}

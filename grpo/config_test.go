@@ -122,6 +122,7 @@ func TestConfigErrorsNameKeyAndLine(t *testing.T) {
 		{"wrong type float", "epsilon_high: high\n", []string{"c.yaml:1: epsilon_high:", "high"}},
 		{"wrong type list", "rewards: seed\n", []string{"c.yaml:1: rewards:"}},
 		{"repeated key", "beta: 0.1\nbeta: 0.2\n", []string{`c.yaml:2: key "beta" repeated (first on line 1)`}},
+		{"key thrice", "beta: 0.1\nseed: 1\nbeta: 0.2\n\nbeta: 0.3\n", []string{`c.yaml:3: key "beta" repeated (first on line 1)`, `c.yaml:5: key "beta" repeated (first on line 1)`}},
 		{"not yaml", "beta: [1\n", []string{"c.yaml"}},
 	}
 	for _, c := range cases {
