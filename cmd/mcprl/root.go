@@ -11,7 +11,9 @@ func newRootCmd() *cobra.Command {
 		Long:          "mcprl trains an LLM agent to call Model Context Protocol tools well: it samples N trajectories per task,\nruns every tool call against a live MCP sandbox, scores each with a verifiable reward and updates the policy\nrelative to its group's mean (GRPO).",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version(),
 	}
+	root.SetVersionTemplate("mcprl {{.Version}}\n")
 	root.AddCommand(newTokenizeCmd())
 	root.AddCommand(newTokenizerCmd())
 	root.AddCommand(newScoreCmd())
