@@ -356,7 +356,7 @@ func (r *Runner) turn(ctx context.Context, s *state, sample policy.Sample, stops
 			if lost := s.sb.Lost(); lost != nil {
 				// The database was reset under the trajectory: what follows
 				// would not be the policy's doing.
-				c.IsError, c.Text = true, resultText(res)
+				c.IsError, c.Text = true, sandbox.ResultText(res)
 				t.Error = fmt.Sprintf("tool %s: the sandbox's database fork was lost and reset to the fixture: %v", c.Call.Name, lost)
 				return nil
 			}
