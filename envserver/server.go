@@ -247,7 +247,7 @@ var errCapacity = errors.New("session capacity reached")
 // open reserves a session slot; it fails at the cap or after Close.
 // hangUp closes a WebSocket session's connection (nil for sessions made
 // over /mcp).
-func (s *Server) open(hangUp func(websocket.StatusCode, string)) (*session, error) {
+func (s *Server) open(hangUp func(websocket.StatusCode, string) error) (*session, error) {
 	select {
 	case s.slots <- struct{}{}:
 	default:

@@ -413,8 +413,12 @@ func TestCloseFreesEverything(t *testing.T) {
 	if s := srv.Stats(); s.OpenForks != 0 || s.ActiveSessions != 0 {
 		t.Fatalf("after Close: %+v", s)
 	}
+	// Each client's connection ends; with the close handshake's status
+	// (going away) unless the socket closed before the client read the
+	// close frame (the websocket package closes it when its close
+	// handshake races the session's blocked read).
 	for range clients {
-		if st := <-statuses; st != websocket.StatusGoingAway {
+		if st := <-statuses; st != websocket.StatusGoingAway && st != -1 {
 			t.Errorf("client's connection closed with %v, want %v", st, websocket.StatusGoingAway)
 		}
 	}

@@ -42,7 +42,7 @@ type session struct {
 	once   sync.Once
 	// hangUp closes a WebSocket session's connection with a status; its
 	// read loop then ends and releases the session.
-	hangUp func(websocket.StatusCode, string)
+	hangUp func(websocket.StatusCode, string) error
 
 	mu        sync.Mutex
 	episodeID string
@@ -85,12 +85,19 @@ func (sess *session) end(why endReason) bool {
 	}
 	sess.cancel()
 	sess.release()
-	switch {
-	case !sess.ws:
-	case why == endIdle:
-		go sess.hangUp(websocket.StatusPolicyViolation, "session idle for longer than "+sess.srv.opts.IdleTimeout.String())
-	case why == endShutdown:
-		go sess.hangUp(websocket.StatusGoingAway, "server shutting down")
+	code, reason := websocket.StatusPolicyViolation, "session idle for longer than "+sess.srv.opts.IdleTimeout.String()
+	if why == endShutdown {
+		code, reason = websocket.StatusGoingAway, "server shutting down"
+	}
+	if sess.ws && why != endClient {
+		// Server.Close waits for the close handshake (at most 5s, the
+		// websocket package's limit for a peer that does not answer).
+		sess.srv.conns.Add(1)
+		go func() {
+			defer sess.srv.conns.Done()
+			err := sess.hangUp(code, reason)
+			sess.srv.opts.Logger.Info("envserver: session closed", "session", sess.id, "why", reason, "err", err)
+		}()
 	}
 	return true
 }

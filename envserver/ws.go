@@ -31,7 +31,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		return // Accept has answered the request
 	}
 	c.SetReadLimit(-1) // the size cap is enforced per message below, so that the session survives
-	sess, err := s.open(func(code websocket.StatusCode, reason string) { c.Close(code, reason) })
+	sess, err := s.open(func(code websocket.StatusCode, reason string) error { return c.Close(code, reason) })
 	if err != nil {
 		code, status := CodeSession, websocket.StatusGoingAway
 		if errors.Is(err, errCapacity) {
@@ -51,6 +51,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		// status (hangUp), which ends this read.
 		raw, perr, err := s.read(context.Background(), c)
 		if err != nil {
+			s.opts.Logger.Info("envserver: connection ended", "session", sess.id, "err", err)
 			if !sess.ended() {
 				c.CloseNow()
 			}
