@@ -16,7 +16,9 @@ require (
 	github.com/spf13/cobra v1.10.2
 	github.com/x448/float16 v0.8.4
 	golang.org/x/sys v0.49.0
+	golang.org/x/term v0.38.0
 	golang.org/x/text v0.44.0
+	google.golang.org/protobuf v1.36.10
 	gopkg.in/yaml.v3 v3.0.1
 	modernc.org/sqlite v1.62.0
 )
@@ -42,7 +44,6 @@ require (
 	golang.org/x/oauth2 v0.35.0 // indirect
 	golang.org/x/sync v0.25.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
-	google.golang.org/protobuf v1.36.10 // indirect
 	k8s.io/klog/v2 v2.130.1 // indirect
 	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
