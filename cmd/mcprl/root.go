@@ -24,5 +24,6 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newTasksCmd())
 	root.AddCommand(newEvalCmd())
 	root.AddCommand(newEnvCmd())
+	root.AddCommand(newReportCmd())
 	return root
 }
