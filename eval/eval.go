@@ -307,13 +307,13 @@ func toolNames(f *sandbox.Factory) []string {
 
 // Record is a scored trajectory as saved for inspection (one JSON line).
 type Record struct {
-	TaskID    string       `json:"task_id"`
-	Category  string       `json:"category,omitempty"`
-	Sample    int          `json:"sample"`
-	Success   bool         `json:"success"`
-	Turns     []RecordTurn `json:"turns"`
-	Answer    string       `json:"answer"`
-	Truncated bool         `json:"truncated,omitempty"`
+	TaskID    string            `json:"task_id"`
+	Category  string            `json:"category,omitempty"`
+	Sample    int               `json:"sample"`
+	Success   bool              `json:"success"`
+	Turns     []chat.TurnRecord `json:"turns"`
+	Answer    string            `json:"answer"`
+	Truncated bool              `json:"truncated,omitempty"`
 	// Error is what ended the trajectory early or kept it from being scored.
 	Error string `json:"error,omitempty"`
 	// Reward is the breakdown: {"assertions": score, "verifiable": score},
@@ -321,37 +321,12 @@ type Record struct {
 	Reward map[string]reward.Score `json:"reward"`
 }
 
-// RecordTurn is one assistant turn: its text and the calls it made.
-type RecordTurn struct {
-	Text  string       `json:"text"`
-	Calls []RecordCall `json:"calls,omitempty"`
-}
-
-// RecordCall is one tool call and what it returned.
-type RecordCall struct {
-	Name       string          `json:"name"`
-	Arguments  json.RawMessage `json:"arguments,omitempty"`
-	ParseError string          `json:"parse_error,omitempty"`
-	IsError    bool            `json:"is_error,omitempty"`
-	Result     string          `json:"result"`
-}
-
 // Record returns s as saved for inspection.
 func (s *Sample) Record() Record {
-	r := Record{TaskID: s.Task.ID, Category: s.Task.Category, Sample: s.Index, Success: s.Success(), Turns: []RecordTurn{}}
+	r := Record{TaskID: s.Task.ID, Category: s.Task.Category, Sample: s.Index, Success: s.Success(), Turns: []chat.TurnRecord{}}
 	if tr := s.Trajectory; tr != nil {
 		r.Answer, r.Truncated, r.Error = tr.Answer, tr.Truncated, tr.Error
-		for _, t := range tr.Turns {
-			rt := RecordTurn{Text: t.Text}
-			for _, c := range t.Calls {
-				rc := RecordCall{Name: c.Call.Name, ParseError: c.ParseError, IsError: c.IsError, Result: c.Text}
-				if json.Valid(c.Call.Arguments) {
-					rc.Arguments = c.Call.Arguments
-				}
-				rt.Calls = append(rt.Calls, rc)
-			}
-			r.Turns = append(r.Turns, rt)
-		}
+		r.Turns = tr.Records()
 	}
 	if s.ScoreError != "" {
 		if r.Error == "" {
