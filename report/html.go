@@ -44,6 +44,9 @@ func Write(w io.Writer, runs ...*Run) error {
 		names[i] = r.Name
 	}
 	uniqueNames(runs)
+	for _, r := range runs {
+		r.normalize()
+	}
 	p := page{
 		Title:     "mcprl report: " + strings.Join(names, ", "),
 		Generated: time.Now().UTC().Format("2006-01-02 15:04 UTC"),
@@ -116,8 +119,8 @@ func uniqueNames(runs []*Run) {
 	}
 }
 
-// Generate loads the run folders dirs and writes their report to path. It returns the warnings of
-// the folders (lines that could not be read), each prefixed by nothing more than its file and line.
+// Generate loads the run folders dirs and writes their report to path. It returns the folders'
+// warnings (the lines that could not be read, as file:line: problem) with or without an error.
 func Generate(path string, dirs ...string) (warnings []string, err error) {
 	runs := make([]*Run, 0, len(dirs))
 	for _, d := range dirs {
@@ -129,4 +132,28 @@ func Generate(path string, dirs ...string) (warnings []string, err error) {
 		runs = append(runs, r)
 	}
 	return warnings, WriteFile(path, runs...)
+}
+
+// normalize gives every list of r a value, so that the page reads [] rather than null.
+func (r *Run) normalize() {
+	if r.Steps == nil {
+		r.Steps = []int{}
+	}
+	if r.Series == nil {
+		r.Series = map[string][]*float64{}
+	}
+	if r.Samples == nil {
+		r.Samples = []SampledStep{}
+	}
+	if r.Evals == nil {
+		r.Evals = []Eval{}
+	}
+	for i := range r.Evals {
+		if r.Evals[i].Tasks == nil {
+			r.Evals[i].Tasks = []Group{}
+		}
+	}
+	if r.Warnings == nil {
+		r.Warnings = []string{}
+	}
 }

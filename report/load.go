@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/mcprl/mcprl/chat"
 )
 
 // Limits on what a report embeds, to keep the page light on long runs.
@@ -57,10 +59,10 @@ type Group struct {
 
 // Trajectory is a sampled trajectory as the browser shows it.
 type Trajectory struct {
-	Index     int    `json:"index"`
-	Turns     []Turn `json:"turns"`
-	Truncated bool   `json:"truncated,omitempty"`
-	Error     string `json:"error,omitempty"`
+	Index     int               `json:"index"`
+	Turns     []chat.TurnRecord `json:"turns"`
+	Truncated bool              `json:"truncated,omitempty"`
+	Error     string            `json:"error,omitempty"`
 	// Reward is the total; Rewards each function's score; Parts each composite function's weighted
 	// parts; Advantage (training) and Success (evaluation) when known.
 	Reward    *float64            `json:"reward"`
@@ -171,11 +173,7 @@ func (r *Run) loadMetrics(path string, byStep map[int]map[string]*float64) error
 		if !ok || s != math.Trunc(s) {
 			return errors.New(`no integer "step"`)
 		}
-		vals := byStep[int(s)]
-		if vals == nil {
-			vals = map[string]*float64{}
-			byStep[int(s)] = vals
-		}
+		vals := map[string]*float64{}
 		for k, v := range rec {
 			if k == "step" {
 				continue
@@ -189,6 +187,8 @@ func (r *Run) loadMetrics(path string, byStep map[int]map[string]*float64) error
 				return fmt.Errorf("%q is %T, want a number or null", k, v)
 			}
 		}
+		// A step logged twice (a resumed run's file before it was cut) keeps its last values.
+		byStep[int(s)] = vals
 		return nil
 	})
 }
@@ -346,7 +346,7 @@ type evalRecord struct {
 	Category  string                 `json:"category"`
 	Sample    int                    `json:"sample"`
 	Success   bool                   `json:"success"`
-	Turns     []Turn                 `json:"turns"`
+	Turns     []chat.TurnRecord      `json:"turns"`
 	Truncated bool                   `json:"truncated"`
 	Error     string                 `json:"error"`
 	Reward    map[string]scoreRecord `json:"reward"`
@@ -431,10 +431,10 @@ func (r *Run) loadEval(dir string) (*Eval, error) {
 	return ev, nil
 }
 
-func clipTurns(turns []Turn) []Turn {
-	out := make([]Turn, len(turns))
+func clipTurns(turns []chat.TurnRecord) []chat.TurnRecord {
+	out := make([]chat.TurnRecord, len(turns))
 	for i, t := range turns {
-		out[i] = Turn{Text: clip(t.Text)}
+		out[i] = chat.TurnRecord{Text: clip(t.Text)}
 		for _, c := range t.Calls {
 			c.Result, c.ParseError = clip(c.Result), clip(c.ParseError)
 			if len(c.Arguments) > MaxText {

@@ -1,6 +1,6 @@
 package report
 
-import "encoding/json"
+import "github.com/mcprl/mcprl/chat"
 
 // Completion is one trajectory sampled at a logging step of a training run: one JSON line of
 // completions.jsonl (TRL logs the same as its completions table).
@@ -12,9 +12,9 @@ type Completion struct {
 	TaskID   string `json:"task_id"`
 	Category string `json:"category,omitempty"`
 	// Prompt is the task as the policy was asked it.
-	Prompt    string `json:"prompt"`
-	Turns     []Turn `json:"turns"`
-	Truncated bool   `json:"truncated,omitempty"`
+	Prompt    string            `json:"prompt"`
+	Turns     []chat.TurnRecord `json:"turns"`
+	Truncated bool              `json:"truncated,omitempty"`
 	// Error is what ended the trajectory early.
 	Error string `json:"error,omitempty"`
 	// Rewards holds each reward function's score (null when undefined), Reward their weighted sum and
@@ -22,20 +22,4 @@ type Completion struct {
 	Rewards   map[string]*float64 `json:"rewards"`
 	Reward    *float64            `json:"reward"`
 	Advantage float64             `json:"advantage"`
-}
-
-// Turn is one assistant turn: its text and the calls it made (the record of `mcprl eval`'s
-// trajectories.jsonl has the same shape).
-type Turn struct {
-	Text  string `json:"text"`
-	Calls []Call `json:"calls,omitempty"`
-}
-
-// Call is one tool call and what it returned.
-type Call struct {
-	Name       string          `json:"name"`
-	Arguments  json.RawMessage `json:"arguments,omitempty"`
-	ParseError string          `json:"parse_error,omitempty"`
-	IsError    bool            `json:"is_error,omitempty"`
-	Result     string          `json:"result"`
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs and starts what the test suite needs on a Debian machine (run as root):
 # PostgreSQL 15 with a test role and database, OpenBLAS (the model's float32 matmuls; gcc and the headers
-# for the benchmark's sgemm probe), the npm packages tests drive, and the pinned Python environment of
-# python/tests (python/requirements.lock) in a machine-level cache that .venv links to.
+# for the benchmark's sgemm probe), Chromium (the run report's browser tests), the npm packages tests drive,
+# and the pinned Python environment of python/tests (python/requirements.lock) in a machine-level cache
+# that .venv links to.
 # Writes .ci/env with the variables the tests read. Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +15,7 @@ command -v python3 >/dev/null 2>&1 || need_apt+=(python3 python3-venv)
 command -v python3 >/dev/null 2>&1 && ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1 && need_apt+=(python3-venv)
 [ -e /usr/include/x86_64-linux-gnu/cblas.h ] || [ -e /usr/include/cblas.h ] || need_apt+=(libopenblas-dev)
 command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)   # headless, for the run report's browser tests
 if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"

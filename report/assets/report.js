@@ -263,7 +263,7 @@
   function renderGroups(box, groups, label) {
     box.textContent = "";
     groups.forEach((g, gi) => {
-      const head = el("div", { class: "group-head" }, el("b", { text: label + " " + (gi + 1) + ": " + g.task_id }));
+      const head = el("div", { class: "group-head" }, el("b", { text: (groups.length > 1 ? label + " " + (gi + 1) : label) + ": " + g.task_id }));
       if (g.category) head.append(" ", el("span", { class: "pill", text: g.category }));
       const block = el("div", { class: "group" }, head);
       if (g.prompt) block.append(pre(g.prompt, "prompt"));
@@ -285,29 +285,34 @@
     root.append(el("h2", { text: "Trajectories" }));
     const pick = el("select", { id: "source" });
     sources.forEach((s, i) => pick.append(el("option", { value: String(i), text: s.label })));
-    const step = el("select", { id: "step" });
+    const which = el("select", { id: "step" });
+    const whichLabel = el("label", { for: "step" });
     const box = el("div", { id: "groups" });
-    root.append(el("p", { class: "controls" }, el("label", { text: "Source " }), pick, " ", el("label", { text: "Step " }), step));
+    root.append(el("p", { class: "controls" }, el("label", { for: "source", text: "Source " }), pick, " ", whichLabel, which));
     root.append(box);
-    function showStep() {
+    // A training source shows one logging step's groups at a time; an evaluation one task's samples.
+    function show() {
       const s = sources[Number(pick.value)];
-      if (s.steps) renderGroups(box, s.steps[Number(step.value)].groups, "group");
+      const i = Number(which.value);
+      if (s.steps) renderGroups(box, s.steps[i].groups, "group");
+      else renderGroups(box, [s.tasks[i]], "task " + (i + 1) + " of " + s.tasks.length + ",");
     }
     function showSource() {
       const s = sources[Number(pick.value)];
-      step.textContent = "";
+      which.textContent = "";
       if (s.steps) {
-        s.steps.forEach((st, i) => step.append(el("option", { value: String(i), text: String(st.step) })));
-        step.value = String(s.steps.length - 1);
-        step.disabled = false;
-        showStep();
+        whichLabel.textContent = "Step ";
+        s.steps.forEach((st, i) => which.append(el("option", { value: String(i), text: String(st.step) })));
+        which.value = String(s.steps.length - 1);
       } else {
-        step.disabled = true;
-        renderGroups(box, s.tasks, "task");
+        whichLabel.textContent = "Task ";
+        s.tasks.forEach((g, i) => which.append(el("option", { value: String(i), text: g.task_id + (g.category ? " (" + g.category + ")" : "") })));
+        which.value = "0";
       }
+      show();
     }
     pick.addEventListener("change", showSource);
-    step.addEventListener("change", showStep);
+    which.addEventListener("change", show);
     showSource();
   }
 
