@@ -23,6 +23,14 @@ const (
 	LossDAPO   = "dapo"
 )
 
+// Importance-sampling correction modes (GRPOConfig.vllm_importance_sampling_mode).
+const (
+	ISTokenTruncate    = "token_truncate"
+	ISTokenMask        = "token_mask"
+	ISSequenceTruncate = "sequence_truncate"
+	ISSequenceMask     = "sequence_mask"
+)
+
 // Importance-sampling levels (GRPOConfig.importance_sampling_level).
 const (
 	LevelToken    = "token"
@@ -139,6 +147,16 @@ type Config struct {
 	LossType                 string       `yaml:"loss_type"`
 	MaskTruncatedCompletions bool         `yaml:"mask_truncated_completions"`
 
+	// GRPOConfig: importance-sampling correction for the gap between the sampler's log-probs and the
+	// trainer's recomputed ones. TRL applies it to vLLM's samples; mcprl to every sampler, since every
+	// sampler reports its log-probs. ClipMin and ClipMax are nil when unset (YAML null, TRL's None).
+	VLLMImportanceSamplingCorrection bool     `yaml:"vllm_importance_sampling_correction"`
+	VLLMImportanceSamplingMode       string   `yaml:"vllm_importance_sampling_mode"`
+	VLLMImportanceSamplingClipMax    *float64 `yaml:"vllm_importance_sampling_clip_max"`
+	VLLMImportanceSamplingClipMin    *float64 `yaml:"vllm_importance_sampling_clip_min"`
+	// VLLMImportanceSamplingCap is TRL's deprecated name for the clip max; when set it replaces it.
+	VLLMImportanceSamplingCap *float64 `yaml:"vllm_importance_sampling_cap"`
+
 	// mcprl's own keys.
 	Model    string       `yaml:"model"`    // model directory (HF layout)
 	Tasks    string       `yaml:"tasks"`    // tasks JSONL
@@ -247,8 +265,14 @@ func Default() Config {
 		ScaleRewards:              ScaleGroup,
 		LossType:                  LossDAPO,
 		DynamicSamplingMaxRounds:  defaultDynamicSamplingRounds,
+
+		VLLMImportanceSamplingCorrection: true,
+		VLLMImportanceSamplingMode:       ISSequenceMask,
+		VLLMImportanceSamplingClipMax:    ptr(3.0),
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // Load reads a YAML config file over TRL's defaults and validates it.
 func Load(path string) (*Config, error) {
@@ -282,6 +306,10 @@ func Parse(data []byte, name string) (*Config, error) {
 		}
 		cfg = file.Elem().Field(0).Interface().(Config)
 		cfg.Ignored = ignoredKeys(&root)
+	}
+	if cfg.VLLMImportanceSamplingCap != nil {
+		// TRL's __post_init__: the deprecated cap is the clip max.
+		cfg.VLLMImportanceSamplingClipMax = ptr(*cfg.VLLMImportanceSamplingCap)
 	}
 	if err := cfg.Validate(); err != nil {
 		lines := map[string]int{}
@@ -627,6 +655,25 @@ func (c *Config) Validate() error {
 		bad("loss_type", "loss_type %q is a TRL loss that mcprl does not implement (use grpo, bnpo, dr_grpo or dapo)", c.LossType)
 	default:
 		bad("loss_type", "loss_type %q: must be one of grpo, bnpo, dr_grpo, dapo", c.LossType)
+	}
+	switch c.VLLMImportanceSamplingMode {
+	case ISTokenTruncate, ISTokenMask, ISSequenceTruncate, ISSequenceMask:
+	default:
+		bad("vllm_importance_sampling_mode", "vllm_importance_sampling_mode %q: must be token_truncate, token_mask, sequence_truncate or sequence_mask", c.VLLMImportanceSamplingMode)
+	}
+	lo, hi := c.VLLMImportanceSamplingClipMin, c.VLLMImportanceSamplingClipMax
+	if lo != nil && finite("vllm_importance_sampling_clip_min", *lo) && *lo < 0 {
+		bad("vllm_importance_sampling_clip_min", "vllm_importance_sampling_clip_min must be >= 0, got %g", *lo)
+	}
+	if hi != nil && finite("vllm_importance_sampling_clip_max", *hi) && *hi <= 0 {
+		bad("vllm_importance_sampling_clip_max", "vllm_importance_sampling_clip_max must be > 0, got %g", *hi)
+	}
+	if lo != nil && hi != nil && *lo >= *hi {
+		bad("vllm_importance_sampling_clip_min", "vllm_importance_sampling_clip_min (%g) must be less than vllm_importance_sampling_clip_max (%g)", *lo, *hi)
+	}
+	if c.VLLMImportanceSamplingCorrection && lo == nil && hi == nil &&
+		(c.VLLMImportanceSamplingMode == ISTokenTruncate || c.VLLMImportanceSamplingMode == ISSequenceTruncate) {
+		bad("vllm_importance_sampling_mode", "at least one of vllm_importance_sampling_clip_min or vllm_importance_sampling_clip_max must be set when vllm_importance_sampling_mode is %q", c.VLLMImportanceSamplingMode)
 	}
 	seen := map[string]bool{}
 	for i, r := range c.Rewards {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -26,8 +27,8 @@ func TestUserConfigLoadsAsIs(t *testing.T) {
 	want.MaxPromptLength = 1024
 	want.MaxCompletionLength = 1024
 	want.LoggingSteps = 10
-	if got, w := fmt.Sprintf("%+v", *cfg), fmt.Sprintf("%+v", want); got != w {
-		t.Errorf("loaded\n%s\nwant\n%s", got, w)
+	if !reflect.DeepEqual(*cfg, want) {
+		t.Errorf("loaded\n%+v\nwant\n%+v", *cfg, want)
 	}
 	gbs, spg, err := cfg.Generation()
 	if err != nil || gbs != 16 || spg != 4 {

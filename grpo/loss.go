@@ -54,6 +54,10 @@ type LossInputs struct {
 	NumItemsInBatch *Node
 	// Entropies [B, T] (optional): per-token entropies, for the "entropy" metric.
 	Entropies *Node
+	// ImportanceSamplingRatio [B, T] (optional): TRL's vllm_importance_sampling_ratio, the correction for
+	// the gap between the sampler's and the trainer's log-probs (see Config.ImportanceSampling). Each
+	// token's policy loss is multiplied by it, before the KL term is added.
+	ImportanceSamplingRatio *Node
 }
 
 // LossOutputs is the loss to differentiate and the per-micro-batch metrics TRL logs (TRL averages each
@@ -118,12 +122,13 @@ func (c LossConfig) validate() error {
 //
 //	log_ratio = logp - old_logp;  token level: w = exp(log_ratio);
 //	sequence level (GSPO): w = exp(sum(log_ratio*mask)/max(sum(mask),1)) per sequence;
-//	l_t = -min(w*A, clamp(w, 1-epsilon, 1+epsilon_high)*A) + beta*(exp(ref-logp) - (ref-logp) - 1)
+//	l_t = -min(w*A, clamp(w, 1-epsilon, 1+epsilon_high)*A) * rho_t + beta*(exp(ref-logp) - (ref-logp) - 1)
 //	grpo:    mean_b(sum_t m*l / max(sum_t m, 1)) / gradient_accumulation_steps
 //	bnpo:    sum m*l / max(sum m, 1) / gradient_accumulation_steps
 //	dr_grpo: sum m*l / (B * max_completion_length) / gradient_accumulation_steps
 //	dapo:    sum m*l / max(num_items_in_batch, 1)
 //
+// where rho_t is the importance-sampling correction (1 when ImportanceSamplingRatio is nil).
 // Summing the gradients of the micro-batches of a step (not averaging them) gives TRL's step gradient.
 // Positions with mask 0 are replaced by 0 before any arithmetic, so their gradient is exactly zero and
 // padding may hold anything (even -Inf). At the clip boundary and inside the clip range the gradient
@@ -179,6 +184,9 @@ func Loss(cfg LossConfig, in LossInputs) (out *LossOutputs, err error) {
 	// the two terms are equal or w*A is the smaller.
 	perTokenLoss := Neg(Where(isRegion, Mul(StopGradient(coef2), advB), Mul(coef1, advB)))
 	perTokenLoss = BroadcastToShape(perTokenLoss, logp.Shape()) // [B, T]
+	if in.ImportanceSamplingRatio != nil {
+		perTokenLoss = Mul(perTokenLoss, StopGradient(convertTo(in.ImportanceSamplingRatio, dtype)))
+	}
 
 	out = &LossOutputs{}
 	if cfg.Beta != 0 {
@@ -284,7 +292,7 @@ func checkLossShapes(cfg LossConfig, in LossInputs) error {
 		return nil
 	}
 	if err := errors.Join(same("OldLogP", in.OldLogP), same("RefLogP", in.RefLogP), same("Mask", in.Mask),
-		same("Entropies", in.Entropies)); err != nil {
+		same("Entropies", in.Entropies), same("ImportanceSamplingRatio", in.ImportanceSamplingRatio)); err != nil {
 		return err
 	}
 	if !equalDims(in.Advantages.Shape().Dimensions, s.Dimensions[:1]) {

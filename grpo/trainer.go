@@ -185,6 +185,7 @@ type generation struct {
 	length     int       // padded sequence length (a shape bucket)
 	numItems   float32   // policy-sampled tokens in the whole batch (dapo's normaliser)
 	old, ref   []float32 // per-token log-probs [len(trajs) * length] when needed
+	isRatio    []float32 // importance-sampling correction [len(trajs) * length], nil when off
 	metrics    map[string]float64
 }
 
@@ -288,9 +289,17 @@ func (t *Trainer) generate(ctx context.Context, st *State) (*generation, error) 
 		}
 	}
 	gen.length = SequenceBucket(longest)
-	if cfg.NeedsOldLogProbs() {
+	if cfg.NeedsOldLogProbs() || cfg.VLLMImportanceSamplingCorrection {
 		if gen.old, err = t.batchLogProbs(t.logProbs, gen); err != nil {
 			return nil, err
+		}
+	}
+	if cfg.VLLMImportanceSamplingCorrection {
+		sampling, mask := gen.samplingLogProbs(cfg)
+		var m map[string]float64
+		gen.isRatio, m = cfg.ImportanceSampling(gen.old, sampling, mask, len(gen.trajs), gen.length)
+		for k, v := range m {
+			gen.metrics[k] = v
 		}
 	}
 	if cfg.Beta > 0 {
@@ -299,6 +308,23 @@ func (t *Trainer) generate(ctx context.Context, st *State) (*generation, error) 
 		}
 	}
 	return gen, nil
+}
+
+// samplingLogProbs lays out the sampler's log-probs of gen's trajectories
+// and their loss mask as the training batch holds them ([len(trajs) * length]).
+func (gen *generation) samplingLogProbs(cfg *Config) (logp, mask []float32) {
+	logp = make([]float32, len(gen.trajs)*gen.length)
+	mask = make([]float32, len(gen.trajs)*gen.length)
+	for b, tr := range gen.trajs {
+		copy(logp[b*gen.length:], tr.OldLogProbs)
+		if cfg.MaskTruncatedCompletions && tr.Truncated {
+			continue
+		}
+		for i, m := range tr.Mask {
+			mask[b*gen.length+i] = float32(m)
+		}
+	}
+	return logp, mask
 }
 
 // nextJobs draws the next prompts in TRL's order: a seeded shuffle of the
@@ -474,7 +500,7 @@ func trajectoryMetrics(trajs []*chat.Trajectory) map[string]float64 {
 }
 
 // microBatch packs completions [from, to) of a generation into tensors.
-func (t *Trainer) microBatch(gen *generation, from, to int) (tokens, attn, mask, adv *tensors.Tensor, old, ref *tensors.Tensor, err error) {
+func (t *Trainer) microBatch(gen *generation, from, to int) (tokens, attn, mask, adv *tensors.Tensor, old, ref, isRatio *tensors.Tensor, err error) {
 	seqs := make([][]int, to-from)
 	masks := make([][]float32, to-from)
 	advs := make([]float32, to-from)
@@ -508,7 +534,7 @@ func (t *Trainer) microBatch(gen *generation, from, to int) (tokens, attn, mask,
 		}
 		return tensors.FromFlatDataAndDimensions(append([]float32(nil), all[from*gen.length:to*gen.length]...), to-from, gen.length)
 	}
-	return tokens, attn, mask, adv, slice(gen.old), slice(gen.ref), nil
+	return tokens, attn, mask, adv, slice(gen.old), slice(gen.ref), slice(gen.isRatio), nil
 }
 
 // batchLogProbs runs exec (the policy's or the reference model's
@@ -517,7 +543,7 @@ func (t *Trainer) batchLogProbs(exec *mlctx.Exec, gen *generation) ([]float32, e
 	bs := t.Config.PerDeviceTrainBatchSize
 	out := make([]float32, 0, len(gen.trajs)*gen.length)
 	for from := 0; from < len(gen.trajs); from += bs {
-		tokens, attn, _, _, _, _, err := t.microBatch(gen, from, min(from+bs, len(gen.trajs)))
+		tokens, attn, _, _, _, _, _, err := t.microBatch(gen, from, min(from+bs, len(gen.trajs)))
 		if err != nil {
 			return nil, err
 		}
@@ -531,7 +557,7 @@ func (t *Trainer) batchLogProbs(exec *mlctx.Exec, gen *generation) ([]float32, e
 }
 
 // lossInputs is the order of a training graph's inputs.
-type lossInputs struct{ tokens, attn, mask, adv, numItems, old, ref, lr *Node }
+type lossInputs struct{ tokens, attn, mask, adv, numItems, old, ref, isRatio, lr *Node }
 
 // optimizerStep runs the gradient_accumulation_steps micro-batches of one
 // optimizer step (offset within the generation's cycle) and applies AdamW.
@@ -541,7 +567,7 @@ func (t *Trainer) optimizerStep(gen *generation, offset int, lr float64) (loss, 
 	perGen := len(gen.trajs) / bs
 	for k := 0; k < ga; k++ {
 		mb := (offset*ga + k) % perGen
-		tokens, attn, mask, adv, old, ref, err := t.microBatch(gen, mb*bs, (mb+1)*bs)
+		tokens, attn, mask, adv, old, ref, isRatio, err := t.microBatch(gen, mb*bs, (mb+1)*bs)
 		if err != nil {
 			return 0, 0, nil, err
 		}
@@ -551,6 +577,9 @@ func (t *Trainer) optimizerStep(gen *generation, offset int, lr float64) (loss, 
 		}
 		if ref != nil {
 			args = append(args, ref)
+		}
+		if isRatio != nil {
+			args = append(args, isRatio)
 		}
 		exec := t.accumulate
 		if k == ga-1 {
@@ -610,12 +639,16 @@ func (t *Trainer) compile() error {
 		return func(ctx *mlctx.Context, ins []*Node) []*Node {
 			in := lossInputs{tokens: ins[0], attn: ins[1], mask: ins[2], adv: ins[3], numItems: ins[4]}
 			i := 5
-			if cfg.NeedsOldLogProbs() {
+			if cfg.NeedsOldLogProbs() || cfg.VLLMImportanceSamplingCorrection {
 				in.old = ins[i]
 				i++
 			}
 			if cfg.Beta > 0 {
 				in.ref = ins[i]
+				i++
+			}
+			if cfg.VLLMImportanceSamplingCorrection {
+				in.isRatio = ins[i]
 				i++
 			}
 			if last {
@@ -624,7 +657,7 @@ func (t *Trainer) compile() error {
 			logp := t.Model.TokenLogProbsAt(ctx, in.tokens, in.attn, cfg.Temperature)
 			out, err := Loss(lossCfg, LossInputs{
 				LogP: logp, OldLogP: in.old, RefLogP: in.ref, Mask: in.mask,
-				Advantages: in.adv, NumItemsInBatch: in.numItems,
+				Advantages: in.adv, NumItemsInBatch: in.numItems, ImportanceSamplingRatio: in.isRatio,
 			})
 			if err != nil {
 				panic(err)

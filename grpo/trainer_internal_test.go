@@ -1,0 +1,159 @@
+package grpo
+
+import (
+	"context"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/mcprl/mcprl/chat"
+	"github.com/mcprl/mcprl/sandbox"
+	"github.com/mcprl/mcprl/task"
+)
+
+// trajectoryMetrics over four trajectories as the rollout records them: a
+// malformed call is both a parse error and a failed call (the model reads
+// an error), a tool's isError result is a failed call, Truncated marks a
+// completion cut at max_completion_length, Error one ended by its sandbox.
+func TestTrajectoryMetricsValues(t *testing.T) {
+	traj := func(prompt, completion int) *chat.Trajectory {
+		return &chat.Trajectory{Tokens: make([]int32, prompt+completion), PromptLen: prompt}
+	}
+	ok := chat.CallResult{}
+	malformed := chat.CallResult{ParseError: "invalid JSON", IsError: true}
+	failed := chat.CallResult{IsError: true}
+
+	a := traj(10, 20) // two turns: a malformed call, then a good one
+	a.Turns = []chat.Turn{{Calls: []chat.CallResult{malformed}}, {Calls: []chat.CallResult{ok}}}
+	b := traj(12, 64) // cut at the length limit after a call the tool rejected
+	b.Truncated = true
+	b.Turns = []chat.Turn{{Calls: []chat.CallResult{failed, ok}}}
+	c := traj(10, 6) // answered without a call
+	c.Turns = []chat.Turn{{}}
+	d := traj(10, 30) // the tool server died
+	d.Error = "tool query_database: connection reset"
+	d.Turns = []chat.Turn{{Calls: []chat.CallResult{ok}}}
+
+	m := trajectoryMetrics([]*chat.Trajectory{a, b, c, d})
+	// 5 calls: 1 malformed, 2 failed (the malformed one and the rejected one), 3 fine.
+	want := map[string]float64{
+		"completion_length":           (20 + 64 + 6 + 30) / 4.0,
+		"completions/mean_length":     (20 + 64 + 6 + 30) / 4.0,
+		"completions/clipped_ratio":   1 / 4.0,
+		"tools/call_frequency":        5 / 4.0,
+		"tools/failure_frequency":     2 / 5.0,
+		"tools/success_rate":          3 / 5.0,
+		"tools/parse_error_rate":      1 / 5.0,
+		"tools/trajectory_error_rate": 1 / 4.0,
+	}
+	for k, w := range want {
+		if got, ok := m[k]; !ok || math.Abs(got-w) > 1e-12 {
+			t.Errorf("%s = %v (present %v), want %v", k, got, ok, w)
+		}
+	}
+	if len(m) != len(want) {
+		t.Errorf("metrics %v, want exactly %v", m, want)
+	}
+
+	// No call at all: the per-call rates are undefined (logged as null), the rest still count.
+	m = trajectoryMetrics([]*chat.Trajectory{c})
+	for _, k := range []string{"tools/failure_frequency", "tools/success_rate", "tools/parse_error_rate"} {
+		if !math.IsNaN(m[k]) {
+			t.Errorf("%s = %v with no calls, want NaN", k, m[k])
+		}
+	}
+	if m["tools/call_frequency"] != 0 || m["completion_length"] != 6 {
+		t.Errorf("no calls: call_frequency %v, completion_length %v; want 0, 6", m["tools/call_frequency"], m["completion_length"])
+	}
+}
+
+// nextJobs draws prompts as TRL's RepeatSampler: each epoch is a seeded
+// shuffle of the tasks, cut to whole generation batches, so an epoch never
+// repeats a task; epochs are shuffled differently; the same seed draws the
+// same order (a resumed run continues it from PromptCursor), another seed
+// another order; shuffle_dataset false draws the tasks in file order.
+func TestNextJobsOrder(t *testing.T) {
+	fixtures, err := task.LoadFixtures("../examples/fixtures")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := sandbox.NewFactory(context.Background(), fixtures["customers"], sandbox.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tasks := make([]task.Task, 8)
+	for i := range tasks {
+		tasks[i] = task.Task{ID: string(rune('a' + i)), Fixture: "customers"}
+	}
+	draw := func(seed int64, shuffle bool, count, batches int, st *State) [][]string {
+		cfg := Default()
+		cfg.Seed, cfg.ShuffleDataset = seed, shuffle
+		tr := &Trainer{Config: &cfg, Tasks: tasks, Sandboxes: map[string]*sandbox.Factory{"customers": f}}
+		var out [][]string
+		for range batches {
+			jobs, err := tr.nextJobs(st, count)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, j := range jobs {
+				if j.Factory != f {
+					t.Fatalf("task %s: factory %p, want the customers sandbox", j.Task.ID, j.Factory)
+				}
+				ids = append(ids, j.Task.ID)
+			}
+			out = append(out, ids)
+		}
+		return out
+	}
+	epoch := func(batches [][]string) []string { return slices.Concat(batches...) }
+
+	// 8 tasks, 2 prompts a batch: 4 batches an epoch.
+	seq := draw(42, false, 2, 8, &State{})
+	if got := epoch(seq[:4]); !slices.Equal(got, []string{"a", "b", "c", "d", "e", "f", "g", "h"}) {
+		t.Errorf("shuffle_dataset false: epoch 1 = %v, want file order", got)
+	}
+	if !slices.Equal(epoch(seq[4:]), epoch(seq[:4])) {
+		t.Errorf("shuffle_dataset false: epoch 2 = %v, want file order again", epoch(seq[4:]))
+	}
+
+	s42 := draw(42, true, 2, 8, &State{})
+	e1, e2 := epoch(s42[:4]), epoch(s42[4:])
+	for i, e := range [][]string{e1, e2} {
+		if s := slices.Sorted(slices.Values(e)); !slices.Equal(s, []string{"a", "b", "c", "d", "e", "f", "g", "h"}) {
+			t.Errorf("epoch %d = %v: want every task once", i+1, e)
+		}
+	}
+	if slices.Equal(e1, e2) {
+		t.Errorf("epochs 1 and 2 drew the same order %v: each epoch is shuffled anew", e1)
+	}
+	if slices.Equal(e1, epoch(seq[:4])) {
+		t.Errorf("shuffled epoch = file order %v", e1)
+	}
+	if again := draw(42, true, 2, 8, &State{}); !slices.Equal(epoch(again), epoch(s42)) {
+		t.Errorf("seed 42 twice: %v then %v", epoch(s42), epoch(again))
+	}
+	if other := draw(43, true, 2, 8, &State{}); slices.Equal(epoch(other), epoch(s42)) {
+		t.Errorf("seeds 42 and 43 drew the same order %v", epoch(s42))
+	}
+	// Resuming at batch 3 continues the same sequence.
+	resumed := draw(42, true, 2, 5, &State{PromptCursor: 6})
+	if !slices.Equal(epoch(resumed), epoch(s42[3:])) {
+		t.Errorf("resumed at prompt 6: %v, want %v", epoch(resumed), epoch(s42[3:]))
+	}
+
+	// 3 prompts a batch: an epoch is 2 whole batches (6 prompts); the 2 tasks
+	// left over are skipped that epoch, never carried into the next.
+	s3 := draw(42, true, 3, 4, &State{})
+	for i := 0; i < 4; i += 2 {
+		e := epoch(s3[i : i+2])
+		seen := map[string]bool{}
+		for _, id := range e {
+			if seen[id] {
+				t.Errorf("epoch %d = %v repeats %s", i/2+1, e, id)
+			}
+			seen[id] = true
+		}
+	}
+}
