@@ -64,7 +64,7 @@ func openReport(t *testing.T, width int, runs ...*Run) (*browserPage, string) {
 	if os.Geteuid() == 0 {
 		opts = append(opts, chromedp.NoSandbox) // Chromium refuses to run its sandbox as root
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
 	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
 	t.Cleanup(acancel)
@@ -108,7 +108,7 @@ func openReport(t *testing.T, width int, runs ...*Run) (*browserPage, string) {
 	if err := chromedp.Do(bctx, chromedp.Navigate("file://"+path)); err != nil {
 		t.Fatalf("open %s: %v", path, err)
 	}
-	wctx, wcancel := context.WithTimeout(bctx, 20*time.Second)
+	wctx, wcancel := context.WithTimeout(bctx, 2*time.Minute)
 	defer wcancel()
 	err = chromedp.Do(wctx, chromedp.WaitReady(chromedp.CSS(`body[data-ready="true"]`)))
 	if err != nil {
