@@ -19,11 +19,11 @@ import (
 	"io"
 	"sort"
 	"sync"
-	"time"
 
 	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/policy"
+	"github.com/mcprl/mcprl/progress"
 	"github.com/mcprl/mcprl/reward"
 	"github.com/mcprl/mcprl/rollout"
 	"github.com/mcprl/mcprl/sandbox"
@@ -153,7 +153,8 @@ type Evaluator struct {
 	// Sandboxes maps a fixture name to its sandbox factory.
 	Sandboxes map[string]*sandbox.Factory
 	Config    Config
-	// Progress receives a line per batch; nil prints nothing.
+	// Progress shows how far the evaluation is: a live bar on a terminal, a
+	// line per batch elsewhere; nil prints nothing.
 	Progress io.Writer
 }
 
@@ -194,25 +195,25 @@ func (e *Evaluator) Run(ctx context.Context, tasks []task.Task) ([]*Sample, erro
 		per = max(cfg.BatchSize/n, 1)
 	}
 	batches := (len(tasks) + per - 1) / per
+	bar := progress.New(e.Progress, "eval", batches, 0)
+	bar.SetUnit("batch")
+	defer bar.Done()
 	out := make([]*Sample, 0, len(tasks)*n)
+	succeeded := 0
 	for b := 0; b < batches; b++ {
 		chunk := tasks[b*per : min((b+1)*per, len(tasks))]
-		start := time.Now()
 		got, err := e.batch(ctx, chunk, int64(b))
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, got...)
-		if e.Progress != nil {
-			ok := 0
-			for _, s := range got {
-				if s.Success() {
-					ok++
-				}
+		for _, s := range got {
+			if s.Success() {
+				succeeded++
 			}
-			fmt.Fprintf(e.Progress, "eval: batch %d/%d: %d tasks x %d samples, %d succeeded, %.1fs\n",
-				b+1, batches, len(chunk), n, ok, time.Since(start).Seconds())
 		}
+		bar.Log(b+1, progress.Field{Name: "tasks", Value: float64(min((b+1)*per, len(tasks))), Format: "%.0f"},
+			progress.F("success", float64(succeeded)/float64(len(out))))
 	}
 	return out, nil
 }

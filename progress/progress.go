@@ -31,6 +31,7 @@ type Printer struct {
 	total int
 	// start is the step this process began at (0, or the step a resumed run loaded).
 	start int
+	unit  string
 	began time.Time
 	live  bool
 	width int
@@ -42,7 +43,7 @@ type Printer struct {
 // labelled label ("train", "sft", "eval"). It draws a live bar when w is a terminal and prints plain
 // lines otherwise; a nil w prints nothing.
 func New(w io.Writer, label string, total, start int) *Printer {
-	p := &Printer{w: w, label: label, total: total, start: start, now: time.Now}
+	p := &Printer{w: w, label: label, total: total, start: start, unit: "step", now: time.Now}
 	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		p.live = true
 		if width, _, err := term.GetSize(int(f.Fd())); err == nil {
@@ -51,6 +52,13 @@ func New(w io.Writer, label string, total, start int) *Printer {
 	}
 	p.began = p.now()
 	return p
+}
+
+// SetUnit names what is counted ("step" unless set; "batch" for an evaluation).
+func (p *Printer) SetUnit(unit string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.unit = unit
 }
 
 // Step reports that step is done. On a terminal it redraws the bar with fields; elsewhere it prints
@@ -132,9 +140,9 @@ func (p *Printer) line(step int, fields []Field, bar bool) string {
 		fmt.Fprintf(&b, " [%s%s] %d/%d %3d%%", strings.Repeat("#", done), strings.Repeat(".", barWidth-done),
 			step, p.total, 100*step/p.total)
 	} else if p.total > 0 {
-		fmt.Fprintf(&b, " step %d/%d", step, p.total)
+		fmt.Fprintf(&b, " %s %d/%d", p.unit, step, p.total)
 	} else {
-		fmt.Fprintf(&b, " step %d", step)
+		fmt.Fprintf(&b, " %s %d", p.unit, step)
 	}
 	for _, f := range fields {
 		b.WriteString("  ")
@@ -153,7 +161,7 @@ func (p *Printer) line(step int, fields []Field, bar bool) string {
 	elapsed := p.now().Sub(p.began)
 	if ran := step - p.start; ran > 0 {
 		per := elapsed.Seconds() / float64(ran)
-		fmt.Fprintf(&b, "  %.2f s/step", per)
+		fmt.Fprintf(&b, "  %.2f s/%s", per, p.unit)
 		if p.total > 0 && step < p.total {
 			left := time.Duration(per * float64(p.total-step) * float64(time.Second))
 			fmt.Fprintf(&b, "  ETA %s", clock(left))

@@ -85,6 +85,18 @@ func TestLiveBar(t *testing.T) {
 	}
 }
 
+func TestUnit(t *testing.T) {
+	var buf bytes.Buffer
+	p := New(&buf, "eval", 4, 0)
+	p.SetUnit("batch")
+	at := fakeClock(p)
+	at(3 * time.Second)
+	p.Log(1, Field{Name: "succeeded", Value: 2, Format: "%.0f"})
+	if got, want := buf.String(), "eval batch 1/4  succeeded 2  3.00 s/batch  ETA 0:09  elapsed 0:03\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
 func TestNilWriter(t *testing.T) {
 	p := New(nil, "eval", 3, 0)
 	p.Step(1)

@@ -16,6 +16,7 @@ import (
 	"github.com/mcprl/mcprl/eval"
 	"github.com/mcprl/mcprl/grpo"
 	"github.com/mcprl/mcprl/policy"
+	"github.com/mcprl/mcprl/report"
 	"github.com/mcprl/mcprl/sandbox"
 	"github.com/mcprl/mcprl/tokenizer"
 )
@@ -50,7 +51,8 @@ per task category:
   self_correction_rate  among trajectories with a failed or empty tool call, the share that succeeded
 
 as a table, or with --json as one JSON object. With --output-dir it saves every trajectory (turns, calls,
-results, reward breakdown) to DIR/trajectories.jsonl and the report to DIR/report.json.
+results, reward breakdown) to DIR/trajectories.jsonl, the summary to DIR/report.json, and a page to look at
+(tables and a trajectory browser, see mcprl report) to DIR/report.html.
 
 --golden replays each task's golden trajectory instead of sampling a model: the upper bound a careful agent
 reaches, and a check that a task set's assertions hold (without --model it uses the embedded small tokenizer).
@@ -71,7 +73,7 @@ Examples:
 	fl.StringVar(&flags.model, "model", "", "HF-format model directory with tokenizer files (the policy to evaluate)")
 	fl.StringVar(&flags.tasks, "tasks", "", "tasks JSONL file to evaluate on")
 	fl.StringVar(&flags.fixtures, "fixtures", "", "directory of fixtures, each named by a task's \"fixture\" (default: the config's, else examples/fixtures)")
-	fl.StringVar(&flags.outputDir, "output-dir", "", "save trajectories.jsonl and report.json here")
+	fl.StringVar(&flags.outputDir, "output-dir", "", "save trajectories.jsonl, report.json and report.html here")
 	fl.StringVar(&flags.dsn, "dsn", "", "PostgreSQL DSN for the sandboxes' databases (default: embedded SQLite)")
 	fl.IntVar(&ef.k, "k", 1, "pass@k's k; also the samples per task unless --samples is given")
 	fl.IntVar(&ef.samples, "samples", 0, "trajectories per task, n >= k (default: k)")
@@ -189,6 +191,15 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags) error {
 			return err
 		}
 		fmt.Fprintf(stderr, "eval: trajectories in %s\n", filepath.Join(cfg.OutputDir, "trajectories.jsonl"))
+		page := filepath.Join(cfg.OutputDir, "report.html")
+		warnings, err := report.Generate(page, cfg.OutputDir)
+		for _, w := range warnings {
+			fmt.Fprintf(stderr, "eval: report skipped %s\n", w)
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "eval: report in %s\n", page)
 	}
 	out := cmd.OutOrStdout()
 	if ef.json {

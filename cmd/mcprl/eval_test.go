@@ -109,10 +109,33 @@ func TestEvalGolden(t *testing.T) {
 		if ab, _ := json.Marshal(a); string(ab) != strings.TrimSpace(string(mustMarshal(b))) {
 			t.Errorf("report.json differs from the printed JSON")
 		}
+		page, err := os.ReadFile(filepath.Join(dir, "report.html"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var first struct {
+			TaskID string `json:"task_id"`
+		}
+		if err := json.Unmarshal(firstLine(t, filepath.Join(dir, "trajectories.jsonl")), &first); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(page, []byte("<!DOCTYPE html>")) || !bytes.Contains(page, []byte(`"task_id":"`+first.TaskID+`"`)) {
+			t.Errorf("%s: report.html is no page of the evaluation (first task %q)", tasks, first.TaskID)
+		}
 	}
 }
 
 func mustMarshal(v any) []byte { b, _ := json.Marshal(v); return b }
+
+func firstLine(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	return line
+}
 
 // TestEvalModelDeterministic: a real (tiny, random) model evaluated twice
 // with one seed prints the same report; the table names every category.
