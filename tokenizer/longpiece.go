@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"container/heap"
+	"slices"
 	"unicode"
 
 	"github.com/dlclark/regexp2"
@@ -64,7 +65,16 @@ func (t *Tokenizer) encodeSplit(ids []int, text string) ([]int, error) {
 			ids = append(ids, id)
 			continue
 		}
-		ids = mergePiece(ids, []byte(piece), t.encoder)
+		b := []byte(piece)
+		if t.nMissing > 0 {
+			// Hugging Face's BPE drops a symbol that is not in the vocabulary (there is no unk token); the
+			// symbols around it become neighbours and may merge.
+			b = slices.DeleteFunc(b, func(c byte) bool { return t.missing[c] })
+			if len(b) == 0 {
+				continue
+			}
+		}
+		ids = mergePiece(ids, b, t.encoder)
 	}
 	return ids, err
 }

@@ -28,11 +28,12 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/dlclark/regexp2"
 	"github.com/pkoukk/tiktoken-go"
-	"golang.org/x/text/encoding/unicode"
+	xunicode "golang.org/x/text/encoding/unicode"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -54,6 +55,9 @@ type Tokenizer struct {
 
 	core     *tiktoken.Tiktoken // ordinary BPE over the vocabulary's ranks
 	pattern  string             // the pre-tokenizer split regex
+	digits   bool               // every digit is its own piece first (a Digits(individual_digits) pre-tokenizer)
+	missing  [256]bool          // bytes without a token: dropped from the text, as HF's BPE drops unknown symbols
+	nMissing int                // how many bytes are missing
 	split    *regexp2.Regexp    // pattern, for text with long pieces (longpiece.go)
 	nfc      bool               // the normalizer is NFC
 	addedRe  *regexp.Regexp     // leftmost-longest alternation of added tokens; nil if none
@@ -140,7 +144,7 @@ func parse(rawJSON, rawCfg []byte) (*Tokenizer, error) {
 	if t.nfc, err = parseNormalizer(tj.Normalizer); err != nil {
 		return nil, err
 	}
-	if t.pattern, err = parsePreTokenizer(tj.PreTokenizer); err != nil {
+	if t.pattern, t.digits, err = parsePreTokenizer(tj.PreTokenizer); err != nil {
 		return nil, err
 	}
 	if err := checkByteLevel(tj.Decoder, "decoder"); err != nil {
@@ -152,27 +156,35 @@ func parse(rawJSON, rawCfg []byte) (*Tokenizer, error) {
 	}
 	t.numMerge = len(merges)
 
-	// The BPE vocabulary, keyed by raw bytes. tiktoken merges the adjacent pair
-	// whose concatenation has the lowest rank; Hugging Face merges the pair with
-	// the lowest merge index. They agree when ids grow with merge order, which
-	// is checked here (and holds for GPT-2-style vocabularies such as Qwen's).
+	// The BPE vocabulary, keyed by raw bytes: the byte tokens and the merges' results. A vocabulary entry that is
+	// neither (a special token listed in the vocab, as SmolLM2's are) is never produced by the BPE; it is an added
+	// token or no token at all. tiktoken merges the adjacent pair whose concatenation has the lowest rank; Hugging
+	// Face merges the pair with the lowest merge index. They agree when ids grow with merge order, which is checked
+	// here (and holds for GPT-2-style vocabularies such as Qwen's and SmolLM2's).
 	maxID := -1
-	t.encoder = make(map[string]int, len(tj.Model.Vocab))
+	vocab := make(map[string]int, len(tj.Model.Vocab))
 	for tok, id := range tj.Model.Vocab {
 		b, err := byteLevelDecode(tok)
 		if err != nil {
 			return nil, fmt.Errorf("tokenizer.json: vocab: %w", err)
 		}
-		if prev, dup := t.encoder[string(b)]; dup {
+		if prev, dup := vocab[string(b)]; dup {
 			return nil, fmt.Errorf("tokenizer.json: vocab: ids %d and %d have the same bytes", prev, id)
 		}
-		t.encoder[string(b)] = id
+		vocab[string(b)] = id
 		maxID = max(maxID, id)
 	}
+	t.encoder = make(map[string]int, len(vocab))
 	for b := 0; b < 256; b++ {
-		if _, ok := t.encoder[string([]byte{byte(b)})]; !ok {
-			return nil, fmt.Errorf("tokenizer.json: vocab lacks the byte token 0x%02x", b)
+		if id, ok := vocab[string([]byte{byte(b)})]; ok {
+			t.encoder[string([]byte{byte(b)})] = id
+		} else {
+			t.missing[b] = true
+			t.nMissing++
 		}
+	}
+	if t.nMissing > 64 {
+		return nil, fmt.Errorf("tokenizer.json: vocab lacks %d of the 256 byte tokens: not byte-level BPE", t.nMissing)
 	}
 	last := -1
 	for i, m := range merges {
@@ -181,7 +193,7 @@ func parse(rawJSON, rawCfg []byte) (*Tokenizer, error) {
 		if err1 != nil || err2 != nil {
 			return nil, fmt.Errorf("tokenizer.json: merge %d %q: not byte-level", i, m)
 		}
-		id, ok := t.encoder[string(a)+string(b)]
+		id, ok := vocab[string(a)+string(b)]
 		if !ok {
 			return nil, fmt.Errorf("tokenizer.json: merge %d %q: result not in vocab", i, m)
 		}
@@ -189,6 +201,7 @@ func parse(rawJSON, rawCfg []byte) (*Tokenizer, error) {
 			return nil, fmt.Errorf("tokenizer.json: merge %d %q makes id %d, not above the previous merge's %d: ranks are not merge order", i, m, id, last)
 		}
 		last = id
+		t.encoder[string(a)+string(b)] = id
 	}
 
 	for _, a := range tj.AddedTokens {
@@ -202,7 +215,7 @@ func parse(rawJSON, rawCfg []byte) (*Tokenizer, error) {
 	}
 	t.idBytes = make([][]byte, maxID+1)
 	t.special = make([]bool, maxID+1)
-	for b, id := range t.encoder {
+	for b, id := range vocab {
 		t.idBytes[id] = []byte(b)
 	}
 	t.added = tj.AddedTokens
@@ -298,27 +311,36 @@ type preTokenizer struct {
 	UseRegex    bool   `json:"use_regex"`
 	AddPrefix   bool   `json:"add_prefix_space"`
 	TrimOffsets bool   `json:"trim_offsets"`
+
+	IndividualDigits bool `json:"individual_digits"`
 }
 
+// gpt2Pattern is the split regex of the ByteLevel pre-tokenizer with use_regex=true.
+const gpt2Pattern = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
+
 // parsePreTokenizer accepts the Qwen/Llama-3 form: Sequence[Split(Regex,
-// Isolated), ByteLevel(use_regex=false)], and the GPT-2 form ByteLevel(use_regex=true).
-func parsePreTokenizer(raw json.RawMessage) (string, error) {
+// Isolated), ByteLevel(use_regex=false)], the GPT-2 form ByteLevel(use_regex=true),
+// and the StarCoder/SmolLM form Sequence[Digits(individual_digits=true),
+// ByteLevel(use_regex=true)] (digits reports the last).
+func parsePreTokenizer(raw json.RawMessage) (pattern string, digits bool, err error) {
 	var p preTokenizer
 	if err := json.Unmarshal(raw, &p); err != nil {
-		return "", fmt.Errorf("tokenizer.json: pre_tokenizer: %w", err)
+		return "", false, fmt.Errorf("tokenizer.json: pre_tokenizer: %w", err)
 	}
-	const gpt2 = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
 	switch {
 	case p.Type == "ByteLevel" && p.UseRegex && !p.AddPrefix:
-		return gpt2, nil
+		return gpt2Pattern, false, nil
 	case p.Type == "Sequence" && len(p.PreTokenizers) == 2:
 		s, b := p.PreTokenizers[0], p.PreTokenizers[1]
 		if s.Type == "Split" && s.Pattern.Regex != nil && s.Behavior == "Isolated" && !s.Invert &&
 			b.Type == "ByteLevel" && !b.UseRegex && !b.AddPrefix {
-			return *s.Pattern.Regex, nil
+			return *s.Pattern.Regex, false, nil
+		}
+		if s.Type == "Digits" && s.IndividualDigits && b.Type == "ByteLevel" && b.UseRegex && !b.AddPrefix {
+			return gpt2Pattern, true, nil
 		}
 	}
-	return "", fmt.Errorf("tokenizer.json: pre_tokenizer %s is not supported (want Split(Regex, Isolated) + ByteLevel)", raw)
+	return "", false, fmt.Errorf("tokenizer.json: pre_tokenizer %s is not supported (want Split(Regex, Isolated) + ByteLevel, ByteLevel, or Digits + ByteLevel)", raw)
 }
 
 func checkByteLevel(raw json.RawMessage, what string) error {
@@ -391,12 +413,53 @@ func (t *Tokenizer) appendOrdinary(ids []int, text string) []int {
 	if t.nfc {
 		text = norm.NFC.String(text)
 	}
-	if hasLongRun(text) {
+	if t.digits {
+		return t.appendDigitsSplit(ids, text)
+	}
+	return t.appendPieces(ids, text)
+}
+
+// appendDigitsSplit is the Digits(individual_digits=true) pre-tokenizer: each
+// numeric character (Unicode category N, Rust's char::is_numeric) is a piece of
+// its own, and the text between them is split by the pattern.
+func (t *Tokenizer) appendDigitsSplit(ids []int, text string) []int {
+	start := 0
+	for i, r := range text {
+		if !unicode.IsNumber(r) {
+			continue
+		}
+		ids = t.appendPieces(ids, text[start:i])
+		n := utf8.RuneLen(r)
+		if n < 0 {
+			n = 1
+		}
+		ids = t.appendPieces(ids, text[i:i+n])
+		start = i + n
+	}
+	return t.appendPieces(ids, text[start:])
+}
+
+// appendPieces splits text with the pattern and merges each piece.
+func (t *Tokenizer) appendPieces(ids []int, text string) []int {
+	if text == "" {
+		return ids
+	}
+	if hasLongRun(text) || (t.nMissing > 0 && t.hasMissing(text)) {
 		if out, err := t.encodeSplit(ids, text); err == nil {
 			return out
 		}
 	}
 	return append(ids, t.core.EncodeOrdinary(text)...)
+}
+
+// hasMissing reports whether text holds a byte that has no token.
+func (t *Tokenizer) hasMissing(text string) bool {
+	for i := 0; i < len(text); i++ {
+		if t.missing[text[i]] {
+			return true
+		}
+	}
+	return false
 }
 
 // DecodeBytes returns the bytes that ids stand for. Ids outside the
@@ -425,7 +488,7 @@ func lossyUTF8(b []byte) string {
 	if utf8.Valid(b) {
 		return s
 	}
-	out, err := unicode.UTF8.NewDecoder().String(s)
+	out, err := xunicode.UTF8.NewDecoder().String(s)
 	if err != nil { // the decoder replaces instead of failing; keep the bytes if it ever does
 		return s
 	}
