@@ -1,4 +1,5 @@
-// Package model is the policy model of mcprl: the Qwen2 architecture (Qwen2ForCausalLM) in GoMLX,
+// Package model is the policy model of mcprl: the Qwen2 (Qwen2ForCausalLM) and Llama (LlamaForCausalLM,
+// llama.go) architectures in GoMLX,
 // Hugging Face safetensors in and out, per-token log-probs inside a differentiable graph for training,
 // and batched KV-cache sampling sessions for rollouts.
 //
@@ -18,7 +19,7 @@ import (
 // Architecture is the Hugging Face architecture name this package implements.
 const Architecture = "Qwen2ForCausalLM"
 
-// Config holds the Hugging Face config.json fields of a Qwen2 model.
+// Config holds the Hugging Face config.json fields of a Qwen2 or a Llama model.
 type Config struct {
 	Architectures         []string `json:"architectures"`
 	ModelType             string   `json:"model_type"`
@@ -44,6 +45,12 @@ type Config struct {
 	AttentionDropout      float64  `json:"attention_dropout"`
 	UseCache              bool     `json:"use_cache"`
 	TransformersVersion   string   `json:"transformers_version,omitempty"`
+
+	// Llama's fields (llama.go).
+	AttentionBias *bool           `json:"attention_bias,omitempty"`
+	MLPBias       bool            `json:"mlp_bias,omitempty"`
+	HeadDimField  int             `json:"head_dim,omitempty"`
+	RopeScaling   json.RawMessage `json:"rope_scaling,omitempty"`
 }
 
 // TokenIDs is a token id list that reads from JSON either a single number or a list (HF writes both).
@@ -87,7 +94,10 @@ func (c *Config) HeadDim() int { return c.HiddenSize / c.NumAttentionHeads }
 // NumParams is the number of parameters (the tied lm_head counted once).
 func (c *Config) NumParams() int {
 	d, kv := c.HiddenSize, c.NumKeyValueHeads*c.HeadDim()
-	perLayer := (d*d + d) + 2*(kv*d+kv) + d*d + 3*d*c.IntermediateSize + 2*d
+	perLayer := d*d + 2*kv*d + d*d + 3*d*c.IntermediateSize + 2*d
+	if c.attentionBias() {
+		perLayer += d + 2*kv
+	}
 	n := c.VocabSize*d + c.NumHiddenLayers*perLayer + d
 	if !c.TieWordEmbeddings {
 		n += c.VocabSize * d
@@ -95,16 +105,20 @@ func (c *Config) NumParams() int {
 	return n
 }
 
-// Validate checks that the configuration describes a Qwen2 model this package can build.
+// Validate checks that the configuration describes a Qwen2 or Llama model this package can build.
 func (c *Config) Validate() error {
-	if len(c.Architectures) > 0 && !slices.Contains(c.Architectures, Architecture) {
-		return fmt.Errorf("model architecture %v is not Qwen2 (want %s)", c.Architectures, Architecture)
+	if c.IsLlama() {
+		if err := c.validateLlama(); err != nil {
+			return err
+		}
+	} else if len(c.Architectures) > 0 && !slices.Contains(c.Architectures, Architecture) {
+		return fmt.Errorf("model architecture %v is not supported (want %s or %s)", c.Architectures, Architecture, LlamaArchitecture)
 	}
-	if c.ModelType != "" && c.ModelType != "qwen2" {
-		return fmt.Errorf("model_type %q is not qwen2", c.ModelType)
+	if !c.IsLlama() && c.ModelType != "" && c.ModelType != "qwen2" {
+		return fmt.Errorf("model_type %q is not qwen2 or llama", c.ModelType)
 	}
 	if len(c.Architectures) == 0 && c.ModelType == "" {
-		return fmt.Errorf("config names neither architectures nor model_type: want %s / qwen2", Architecture)
+		return fmt.Errorf("config names neither architectures nor model_type: want %s / qwen2 or %s / llama", Architecture, LlamaArchitecture)
 	}
 	for _, f := range []struct {
 		name string
@@ -141,6 +155,9 @@ func (c *Config) Validate() error {
 
 // fillDefaults sets HF's Qwen2Config defaults for fields a config.json may omit.
 func (c *Config) fillDefaults() {
+	if c.IsLlama() {
+		c.fillLlamaDefaults()
+	}
 	if len(c.Architectures) == 0 {
 		c.Architectures = []string{Architecture}
 	}
@@ -175,7 +192,7 @@ func ParseConfig(data []byte) (*Config, error) {
 	}
 	// An architecture or model type must be named for a config from the outside world.
 	if len(c.Architectures) == 0 && c.ModelType == "" {
-		return nil, fmt.Errorf("config names neither architectures nor model_type: want %s / qwen2", Architecture)
+		return nil, fmt.Errorf("config names neither architectures nor model_type: want %s / qwen2 or %s / llama", Architecture, LlamaArchitecture)
 	}
 	c.fillDefaults()
 	if err := c.Validate(); err != nil {

@@ -122,9 +122,10 @@ func (m *Model) attention(ctx *context.Context, x, cos, sin, bias *Node, cache *
 	hd, nh, nkv := cfg.HeadDim(), cfg.NumAttentionHeads, cfg.NumKeyValueHeads
 	groups := nh / nkv
 
-	q := Reshape(linear(ctx.In("q_proj"), x, true), b, t, nh, hd)
-	k := Reshape(linear(ctx.In("k_proj"), x, true), b, t, nkv, hd)
-	v := Reshape(linear(ctx.In("v_proj"), x, true), b, t, nkv, hd)
+	qkvBias := cfg.attentionBias() // Qwen2: always; Llama: attention_bias
+	q := Reshape(linear(ctx.In("q_proj"), x, qkvBias), b, t, nh, hd)
+	k := Reshape(linear(ctx.In("k_proj"), x, qkvBias), b, t, nkv, hd)
+	v := Reshape(linear(ctx.In("v_proj"), x, qkvBias), b, t, nkv, hd)
 	// HF scales the scores q·k by 1/sqrt(head_dim); scaling q first is the same product on a tensor T/hd times
 	// smaller (and exactly the same numbers when head_dim is a power of 4, as 64 and 256 are).
 	q = MulScalar(applyRotary(q, cos, sin), 1/math.Sqrt(float64(hd)))

@@ -58,11 +58,17 @@ func (c *Config) params() []param {
 		p := "model.layers." + strconv.Itoa(i) + "."
 		ps = append(ps,
 			param{p + "self_attn.q_proj.weight", []int{d, d}, initNormal},
-			param{p + "self_attn.q_proj.bias", []int{d}, initZeros},
 			param{p + "self_attn.k_proj.weight", []int{kv, d}, initNormal},
-			param{p + "self_attn.k_proj.bias", []int{kv}, initZeros},
 			param{p + "self_attn.v_proj.weight", []int{kv, d}, initNormal},
-			param{p + "self_attn.v_proj.bias", []int{kv}, initZeros},
+		)
+		if c.attentionBias() {
+			ps = append(ps,
+				param{p + "self_attn.q_proj.bias", []int{d}, initZeros},
+				param{p + "self_attn.k_proj.bias", []int{kv}, initZeros},
+				param{p + "self_attn.v_proj.bias", []int{kv}, initZeros},
+			)
+		}
+		ps = append(ps,
 			param{p + "self_attn.o_proj.weight", []int{d, d}, initNormal},
 			param{p + "mlp.gate_proj.weight", []int{inter, d}, initNormal},
 			param{p + "mlp.up_proj.weight", []int{inter, d}, initNormal},
@@ -274,20 +280,9 @@ func (m *Model) Save(dir string, opts SaveOptions) error {
 	}
 	gen := m.GenerationConfig
 	if gen == nil {
-		g := map[string]any{"_from_model_config": true}
-		if cfg.BOSTokenID != nil {
-			g["bos_token_id"] = *cfg.BOSTokenID
-		}
-		if len(cfg.EOSTokenID) > 0 {
-			g["eos_token_id"] = cfg.EOSTokenID
-		}
-		if cfg.PadTokenID != nil {
-			g["pad_token_id"] = *cfg.PadTokenID
-		}
-		if gen, err = json.MarshalIndent(g, "", "  "); err != nil {
+		if gen, err = cfg.defaultGenerationConfig(); err != nil {
 			return err
 		}
-		gen = append(gen, '\n')
 	}
 	if err := os.WriteFile(filepath.Join(dir, "generation_config.json"), gen, 0o644); err != nil {
 		return fmt.Errorf("save generation config: %w", err)
@@ -312,6 +307,25 @@ func (m *Model) Save(dir string, opts SaveOptions) error {
 		}
 	}
 	return nil
+}
+
+// defaultGenerationConfig is the generation_config.json transformers derives from a config: its bos, eos and pad ids.
+func (c *Config) defaultGenerationConfig() ([]byte, error) {
+	g := map[string]any{"_from_model_config": true}
+	if c.BOSTokenID != nil {
+		g["bos_token_id"] = *c.BOSTokenID
+	}
+	if len(c.EOSTokenID) > 0 {
+		g["eos_token_id"] = c.EOSTokenID
+	}
+	if c.PadTokenID != nil {
+		g["pad_token_id"] = *c.PadTokenID
+	}
+	gen, err := json.MarshalIndent(g, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(gen, '\n'), nil
 }
 
 func (m *Model) writeWeights(dir string, all []stTensor, stDType string, maxShard int64) error {

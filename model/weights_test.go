@@ -164,8 +164,8 @@ func TestLoadErrors(t *testing.T) {
 		{"missing lm_head", write(t, same, "lm_head.weight", ""), `tensor "lm_head.weight" missing`},
 		{"shape", write(t, same, "", "model.layers.0.self_attn.k_proj.weight"), `"model.layers.0.self_attn.k_proj.weight" has shape [512], want [16 32]`},
 		{"architecture", write(t, func(s string) string {
-			return strings.NewReplacer("Qwen2ForCausalLM", "LlamaForCausalLM", `"qwen2"`, `"llama"`).Replace(s)
-		}, "", ""), "is not Qwen2"},
+			return strings.NewReplacer("Qwen2ForCausalLM", "MistralForCausalLM", `"qwen2"`, `"mistral"`).Replace(s)
+		}, "", ""), "[MistralForCausalLM] is not supported"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Load(backend, tc.dir)

@@ -58,7 +58,9 @@ func splitByteLevel(pattern string) string {
 // (tokenizer.ggml.model, pre, tokens, token_type, merges, bos/eos/unknown/padding_token_id, tokenizer.chat_template).
 // The result loads with Load, byte for byte as Hugging Face's tokenizers library loads it.
 func GGUFFiles(r *gguf.Reader) (tokenizerJSON, tokenizerConfig []byte, err error) {
-	fail := func(err error) ([]byte, []byte, error) { return nil, nil, fmt.Errorf("tokenizer from %s: %w", r.Path(), err) }
+	fail := func(err error) ([]byte, []byte, error) {
+		return nil, nil, fmt.Errorf("tokenizer from %s: %w", r.Path(), err)
+	}
 	kind, err := r.String("tokenizer.ggml.model")
 	if err != nil {
 		return fail(err)

@@ -13,10 +13,10 @@ import (
 func newModelCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "model",
-		Short: "Policy model (Qwen2) commands: create random weights, inspect a checkpoint",
-		Long:  "Commands on Hugging Face Qwen2 model directories (config.json + model.safetensors), the format mcprl trains and saves.",
+		Short: "Policy model (Qwen2, Llama) commands: create random weights, import a GGUF file, inspect a checkpoint",
+		Long:  "Commands on Hugging Face Qwen2 and Llama model directories (config.json + model.safetensors), the format mcprl trains and saves.",
 	}
-	cmd.AddCommand(newModelInitCmd(), newModelInfoCmd())
+	cmd.AddCommand(newModelInitCmd(), newModelInfoCmd(), newModelImportCmd())
 	return cmd
 }
 
@@ -89,8 +89,8 @@ Examples:
 func newModelInfoCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "info DIR",
-		Short: "Load a Qwen2 model directory and print its shape and parameter count",
-		Long:  "info loads config.json and every tensor (checking names and shapes) and prints a summary; it fails on a missing tensor, a wrong shape or a non-Qwen2 architecture.",
+		Short: "Load a Qwen2 or Llama model directory and print its shape and parameter count",
+		Long:  "info loads config.json and every tensor (checking names and shapes) and prints a summary; it fails on a missing tensor, a wrong shape or an architecture other than Qwen2 and Llama.",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			backend, err := model.NewBackend("")
@@ -103,7 +103,7 @@ func newModelInfoCmd() *cobra.Command {
 			}
 			c := &m.Config
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s, %d parameters; hidden %d, intermediate %d, %d layers, %d heads (%d KV), vocab %d, rope_theta %g, tied %v, eos %v\n",
-				args[0], model.Architecture, c.NumParams(), c.HiddenSize, c.IntermediateSize, c.NumHiddenLayers,
+				args[0], c.ArchitectureName(), c.NumParams(), c.HiddenSize, c.IntermediateSize, c.NumHiddenLayers,
 				c.NumAttentionHeads, c.NumKeyValueHeads, c.VocabSize, c.RopeTheta, c.TieWordEmbeddings, c.EOSIDs())
 			fmt.Fprintf(cmd.OutOrStdout(), "matmul: %s\nelementwise: %s\n", model.MatmulEngine(), model.ElementwiseEngine())
 			return nil

@@ -57,8 +57,8 @@ func TestModelInitCommand(t *testing.T) {
 
 	bad := filepath.Join(t.TempDir(), "config.json")
 	data, _ := os.ReadFile(cfg)
-	os.WriteFile(bad, []byte(strings.ReplaceAll(strings.ReplaceAll(string(data), "Qwen2ForCausalLM", "LlamaForCausalLM"), `"qwen2"`, `"llama"`)), 0o644)
-	if _, err := runMcprl(t, "", "model", "init", "--config", bad, "--out", t.TempDir()); err == nil || !strings.Contains(err.Error(), "not Qwen2") {
-		t.Errorf("llama config: err = %v", err)
+	os.WriteFile(bad, []byte(strings.ReplaceAll(strings.ReplaceAll(string(data), "Qwen2ForCausalLM", "GemmaForCausalLM"), `"qwen2"`, `"gemma"`)), 0o644)
+	if _, err := runMcprl(t, "", "model", "init", "--config", bad, "--out", t.TempDir()); err == nil || !strings.Contains(err.Error(), "not supported") {
+		t.Errorf("gemma config: err = %v", err)
 	}
 }

@@ -1,0 +1,147 @@
+package model
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+
+	"github.com/mcprl/mcprl/tokenizer"
+)
+
+// TestImportTinyGGUF imports a tiny Llama (q/k permuted as llama.cpp stores them) and a tiny Qwen2 (biases, untied
+// output) written by gguf-py in Q8_0, Q4_0, Q4_1, F16, BF16 and F32 (testdata/gen_tiny_gguf.py), and compares the
+// logits with transformers' model loaded from the same GGUF files, on a full, a left-padded and a right-padded row,
+// and the greedy tokens.
+func TestImportTinyGGUF(t *testing.T) {
+	data, err := os.ReadFile("testdata/tiny_gguf_golden.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g map[string]json.RawMessage
+	if err := json.Unmarshal(data, &g); err != nil {
+		t.Fatal(err)
+	}
+	var toks, mask [][]int32
+	json.Unmarshal(g["tokens"], &toks)
+	json.Unmarshal(g["attention_mask"], &mask)
+	backend := testBackend(t)
+	for _, arch := range []string{"llama", "qwen2"} {
+		t.Run(arch, func(t *testing.T) {
+			var want struct {
+				Architecture string    `json:"architecture"`
+				Logits       []float64 `json:"logits"`
+				Logits64     []float64 `json:"logits64"`
+				Greedy       []int     `json:"greedy"`
+			}
+			if err := json.Unmarshal(g[arch], &want); err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			cfg, err := ImportGGUF(filepath.Join("testdata", "tiny-"+arch+".gguf"), dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.ArchitectureName() != want.Architecture || cfg.TieWordEmbeddings != (arch == "llama") {
+				t.Fatalf("architecture %s tied %v, want %s", cfg.ArchitectureName(), cfg.TieWordEmbeddings, want.Architecture)
+			}
+			m, err := Load(backend, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			logits := run(t, m, m.Logits, tensors.FromValue(toks), tensors.FromValue(mask))
+			T, V := len(toks[0]), m.Config.VocabSize
+			var d logitDiffs
+			for b := range toks {
+				for tt := range T {
+					if mask[b][tt] == 0 {
+						continue
+					}
+					for v := range V {
+						i := (b*T+tt)*V + v
+						d.add(logits[i], want.Logits[i], want.Logits64[i])
+					}
+				}
+			}
+			d.check(t)
+			s, err := m.NewSession(1, 64, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			prompt := make([]int, T)
+			for i, id := range toks[0] {
+				prompt[i] = int(id)
+			}
+			if err := s.Append(context.Background(), [][]int{prompt}); err != nil {
+				t.Fatal(err)
+			}
+			comps, err := s.Generate(context.Background(), SampleOptions{MaxNewTokens: len(want.Greedy)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(comps[0].Tokens, want.Greedy) {
+				t.Errorf("greedy %v, transformers %v", comps[0].Tokens, want.Greedy)
+			}
+			// The tokenizer and chat template came along.
+			tok, err := tokenizer.Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tpl, err := tok.Template()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ids := tok.Encode("<|im_start|>the"); ids[0] != V-2 || tok.Decode(ids) != "<|im_start|>the" {
+				t.Errorf("encode: %v", ids)
+			}
+			if tpl == nil {
+				t.Error("no template")
+			}
+		})
+	}
+}
+
+// TestImportGGUFRejects: an unsupported quantization, architecture, a truncated file and a file without model
+// metadata are refused with errors that name them, and nothing is written.
+func TestImportGGUFRejects(t *testing.T) {
+	full, err := os.ReadFile("testdata/tiny-llama.gguf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	write := func(name string, b []byte) string {
+		p := filepath.Join(tmp, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	key := []byte("general.architecture")
+	i := bytes.Index(full, key) + len(key) + 4 + 8 // type, string length
+	gemma := slices.Clone(full)
+	copy(gemma[i:], "gemma")
+	for _, c := range []struct{ name, path, want string }{
+		{"Q4_K", "testdata/tiny-q4k.gguf", "tensor blk.0.ffn_down.weight has type Q4_K"},
+		{"architecture", write("gemma.gguf", gemma), `architecture "gemma" is not supported`},
+		{"truncated", write("cut.gguf", full[:len(full)-100]), "truncated: tensor"},
+		{"no model metadata", "../gguf/testdata/types.gguf", `"llama.block_count" missing`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := filepath.Join(tmp, "out-"+strings.ReplaceAll(c.name, " ", "-"))
+			_, err := ImportGGUF(c.path, out)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want %q", err, c.want)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("%s was written", out)
+			}
+		})
+	}
+}
