@@ -1,6 +1,8 @@
 package grpo
 
 import (
+	"github.com/mcprl/mcprl/model"
+
 	"bytes"
 	"errors"
 	"fmt"
@@ -169,6 +171,14 @@ type Config struct {
 	// DynamicSamplingMaxRounds bounds the generation rounds per step when refilling (0: no bound).
 	DynamicSamplingMaxRounds int `yaml:"dynamic_sampling_max_rounds"`
 
+	// LoRA (TRL ModelConfig's names): with use_peft the policy trains a peft LoRA adapter on frozen base weights
+	// (model/lora.go). lora_dropout must be 0 (TRL's default is 0.05; dropout is not implemented).
+	UsePeft           bool     `yaml:"use_peft"`
+	LoraR             int      `yaml:"lora_r"`
+	LoraAlpha         float64  `yaml:"lora_alpha"`
+	LoraDropout       float64  `yaml:"lora_dropout"`
+	LoraTargetModules []string `yaml:"lora_target_modules"`
+
 	// Ignored lists the TRL keys found in the file that change nothing in mcprl (logging destinations,
 	// PyTorch precision and memory switches), as "key (line N)"; the CLI should mention them.
 	Ignored []string `yaml:"-"`
@@ -265,6 +275,9 @@ func Default() Config {
 		ScaleRewards:              ScaleGroup,
 		LossType:                  LossDAPO,
 		DynamicSamplingMaxRounds:  defaultDynamicSamplingRounds,
+		LoraR:                     16,
+		LoraAlpha:                 32,
+		LoraTargetModules:         []string{"q_proj", "v_proj"}, // peft's default for Llama and Qwen2
 
 		VLLMImportanceSamplingCorrection: true,
 		VLLMImportanceSamplingMode:       ISSequenceMask,
@@ -273,6 +286,11 @@ func Default() Config {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// LoRA returns the adapter configuration of use_peft's lora_* keys.
+func (c *Config) LoRA() model.LoRAConfig {
+	return model.LoRAConfig{R: c.LoraR, Alpha: c.LoraAlpha, Dropout: c.LoraDropout, TargetModules: c.LoraTargetModules}
+}
 
 // Load reads a YAML config file over TRL's defaults and validates it.
 func Load(path string) (*Config, error) {
@@ -540,6 +558,21 @@ func (c *Config) Validate() error {
 	}
 	if c.OutputDir == "" {
 		bad("output_dir", "output_dir must not be empty")
+	}
+	if c.UsePeft {
+		lc := c.LoRA()
+		if err := lc.Validate(); err != nil {
+			key := "lora_r"
+			switch {
+			case strings.Contains(err.Error(), "alpha"):
+				key = "lora_alpha"
+			case strings.Contains(err.Error(), "dropout"):
+				key = "lora_dropout"
+			case strings.Contains(err.Error(), "target"):
+				key = "lora_target_modules"
+			}
+			bad(key, "%v", err)
+		}
 	}
 	if finite("learning_rate", c.LearningRate) && c.LearningRate < 0 {
 		bad("learning_rate", "learning_rate must be >= 0, got %g", c.LearningRate)

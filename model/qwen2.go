@@ -51,6 +51,9 @@ func linear(ctx *context.Context, x *Node, withBias bool) *Node {
 	if withBias {
 		y = Add(y, ExpandLeftToRank(variableNode(ctx, g, "bias"), y.Rank()))
 	}
+	if d := loraDelta(ctx, x); d != nil { // a LoRA adapter on this layer (lora.go)
+		y = Add(y, d)
+	}
 	return y
 }
 

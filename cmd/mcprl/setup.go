@@ -146,3 +146,21 @@ func (w *workspace) loadTasks(ctx context.Context, tasksPath, fixturesDir, dsn s
 	}
 	return nil
 }
+
+// usePeft attaches a fresh LoRA adapter when the config asks for one (use_peft) and the model has none yet (a
+// checkpoint or model directory with an adapter/ subdirectory already brings its own, which then trains).
+func (w *workspace) usePeft(cfg *grpo.Config, warn io.Writer) error {
+	if lc := w.model.LoRA(); lc != nil {
+		fmt.Fprintf(warn, "LoRA adapter of %s/%s: r %d, alpha %g, %v (base weights frozen)\n", w.modelDir, model.AdapterDir, lc.R, lc.Alpha, lc.TargetModules)
+		return nil
+	}
+	if !cfg.UsePeft {
+		return nil
+	}
+	if err := w.model.AddLoRA(cfg.LoRA(), uint64(cfg.Seed)); err != nil {
+		return err
+	}
+	lc := w.model.LoRA()
+	fmt.Fprintf(warn, "LoRA: r %d, alpha %g, %v (base weights frozen)\n", lc.R, lc.Alpha, lc.TargetModules)
+	return nil
+}

@@ -33,6 +33,9 @@ writes metrics.jsonl and final/ to output_dir in the same format as train.`,
 				return err
 			}
 			defer ws.Close()
+			if err := ws.usePeft(cfg, stderr); err != nil {
+				return fmt.Errorf("%s: %w", flags.config, err)
+			}
 			jobs := make([]rollout.Job, len(ws.tasks))
 			for i := range ws.tasks {
 				jobs[i] = rollout.Job{Task: &ws.tasks[i], Factory: ws.factories[ws.tasks[i].Fixture]}

@@ -48,6 +48,9 @@ With --resume it continues from the newest complete checkpoint in output_dir as 
 				return err
 			}
 			defer ws.Close()
+			if err := ws.usePeft(cfg, stderr); err != nil {
+				return fmt.Errorf("%s: %w", flags.config, err)
+			}
 			reg := reward.NewRegistry()
 			var rewards []reward.Func
 			for _, r := range cfg.Rewards {
