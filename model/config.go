@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 )
@@ -21,30 +22,33 @@ const Architecture = "Qwen2ForCausalLM"
 
 // Config holds the Hugging Face config.json fields of a Qwen2 or a Llama model.
 type Config struct {
-	Architectures         []string `json:"architectures"`
-	ModelType             string   `json:"model_type"`
-	HiddenSize            int      `json:"hidden_size"`
-	IntermediateSize      int      `json:"intermediate_size"`
-	NumHiddenLayers       int      `json:"num_hidden_layers"`
-	NumAttentionHeads     int      `json:"num_attention_heads"`
-	NumKeyValueHeads      int      `json:"num_key_value_heads"`
-	VocabSize             int      `json:"vocab_size"`
-	RopeTheta             float64  `json:"rope_theta"`
-	RMSNormEps            float64  `json:"rms_norm_eps"`
-	TieWordEmbeddings     bool     `json:"tie_word_embeddings"`
-	MaxPositionEmbeddings int      `json:"max_position_embeddings"`
-	InitializerRange      float64  `json:"initializer_range"`
-	HiddenAct             string   `json:"hidden_act"`
-	BOSTokenID            *int     `json:"bos_token_id,omitempty"`
-	EOSTokenID            TokenIDs `json:"eos_token_id,omitempty"`
-	PadTokenID            *int     `json:"pad_token_id,omitempty"`
-	TorchDType            string   `json:"torch_dtype,omitempty"`
-	UseSlidingWindow      bool     `json:"use_sliding_window"`
-	SlidingWindow         *int     `json:"sliding_window,omitempty"`
-	MaxWindowLayers       int      `json:"max_window_layers,omitempty"`
-	AttentionDropout      float64  `json:"attention_dropout"`
-	UseCache              bool     `json:"use_cache"`
-	TransformersVersion   string   `json:"transformers_version,omitempty"`
+	Architectures     []string `json:"architectures"`
+	ModelType         string   `json:"model_type"`
+	HiddenSize        int      `json:"hidden_size"`
+	IntermediateSize  int      `json:"intermediate_size"`
+	NumHiddenLayers   int      `json:"num_hidden_layers"`
+	NumAttentionHeads int      `json:"num_attention_heads"`
+	NumKeyValueHeads  int      `json:"num_key_value_heads"`
+	VocabSize         int      `json:"vocab_size"`
+	RopeTheta         float64  `json:"rope_theta"`
+	// RopeParameters is where transformers 5 writes rope_theta ({"rope_theta": ..., "rope_type": "default"});
+	// ParseConfig moves its rope_theta into RopeTheta. Only the default (unscaled) rotary embedding is supported.
+	RopeParameters        map[string]any `json:"rope_parameters,omitempty"`
+	RMSNormEps            float64        `json:"rms_norm_eps"`
+	TieWordEmbeddings     bool           `json:"tie_word_embeddings"`
+	MaxPositionEmbeddings int            `json:"max_position_embeddings"`
+	InitializerRange      float64        `json:"initializer_range"`
+	HiddenAct             string         `json:"hidden_act"`
+	BOSTokenID            *int           `json:"bos_token_id,omitempty"`
+	EOSTokenID            TokenIDs       `json:"eos_token_id,omitempty"`
+	PadTokenID            *int           `json:"pad_token_id,omitempty"`
+	TorchDType            string         `json:"torch_dtype,omitempty"`
+	UseSlidingWindow      bool           `json:"use_sliding_window"`
+	SlidingWindow         *int           `json:"sliding_window,omitempty"`
+	MaxWindowLayers       int            `json:"max_window_layers,omitempty"`
+	AttentionDropout      float64        `json:"attention_dropout"`
+	UseCache              bool           `json:"use_cache"`
+	TransformersVersion   string         `json:"transformers_version,omitempty"`
 
 	// Llama's fields (llama.go).
 	AttentionBias *bool           `json:"attention_bias,omitempty"`
@@ -194,11 +198,47 @@ func ParseConfig(data []byte) (*Config, error) {
 	if len(c.Architectures) == 0 && c.ModelType == "" {
 		return nil, fmt.Errorf("config names neither architectures nor model_type: want %s / qwen2 or %s / llama", Architecture, LlamaArchitecture)
 	}
+	if err := c.takeRopeParameters(); err != nil {
+		return nil, err
+	}
 	c.fillDefaults()
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// takeRopeParameters reads transformers 5's rope_parameters into RopeTheta, refusing scaled rotary embeddings
+// (which this package does not compute) instead of silently computing the unscaled one.
+func (c *Config) takeRopeParameters() error {
+	if r := bytes.TrimSpace(c.RopeScaling); len(r) > 0 && string(r) != "null" {
+		return fmt.Errorf("rope_scaling %s is not supported (only null)", r)
+	}
+	if c.RopeParameters == nil {
+		return nil
+	}
+	if v, ok := c.RopeParameters["rope_type"]; ok && v != "default" {
+		return fmt.Errorf("rope_parameters.rope_type %v is not supported (only default)", v)
+	}
+	for _, key := range slices.Sorted(maps.Keys(c.RopeParameters)) {
+		v := c.RopeParameters[key]
+		switch key {
+		case "rope_type":
+		case "rope_theta":
+			theta, ok := v.(float64)
+			if !ok {
+				return fmt.Errorf("rope_parameters.rope_theta %v is not a number", v)
+			}
+			if c.RopeTheta != 0 && c.RopeTheta != theta {
+				return fmt.Errorf("rope_theta %g and rope_parameters.rope_theta %g disagree", c.RopeTheta, theta)
+			}
+			c.RopeTheta = theta
+		default:
+			return fmt.Errorf("rope_parameters.%s is not supported (only rope_theta with rope_type default)", key)
+		}
+	}
+	c.RopeParameters = nil
+	return nil
 }
 
 // LoadConfig reads and validates a config.json file.

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -181,6 +183,13 @@ func Load(backend backends.Backend, dir string) (*Model, error) {
 
 	// Which file holds which tensor.
 	fileOf := map[string]string{}
+	files := map[string]*stFile{}
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	var single *stFile // model.safetensors when there is no index
 	indexPath := filepath.Join(dir, "model.safetensors.index.json")
 	if data, err := os.ReadFile(indexPath); err == nil {
 		var idx struct {
@@ -193,20 +202,18 @@ func Load(backend backends.Backend, dir string) (*Model, error) {
 			fileOf[name] = filepath.Join(dir, filepath.Base(file))
 		}
 	} else if errors.Is(err, os.ErrNotExist) {
-		single := filepath.Join(dir, "model.safetensors")
+		path := filepath.Join(dir, "model.safetensors")
 		for _, p := range m.Config.params() {
-			fileOf[p.name] = single
+			fileOf[p.name] = path
 		}
+		if single, err = openSafetensors(path); err != nil {
+			return nil, fmt.Errorf("load %s: %w", dir, err)
+		}
+		files[path] = single
 	} else {
 		return nil, fmt.Errorf("read %s: %w", indexPath, err)
 	}
 
-	files := map[string]*stFile{}
-	defer func() {
-		for _, f := range files {
-			f.Close()
-		}
-	}()
 	for _, p := range m.Config.params() {
 		path, ok := fileOf[p.name]
 		if !ok {
@@ -224,6 +231,26 @@ func Load(backend backends.Backend, dir string) (*Model, error) {
 			return nil, fmt.Errorf("load %s: %w", dir, err)
 		}
 		m.setParam(p, data)
+	}
+	// A tensor the architecture does not have (a bias Qwen2 lacks, quantization scales, another model's layers)
+	// would be ignored silently and the model would compute something else: refuse it, naming it.
+	known := map[string]bool{}
+	for _, p := range m.Config.params() {
+		known[p.name] = true
+	}
+	present := fileOf // the index's weight map
+	if single != nil {
+		present = map[string]string{}
+		for name := range single.entries {
+			present[name] = single.path
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(present)) {
+		if known[name] || (name == "lm_head.weight" && m.Config.TieWordEmbeddings) {
+			continue // transformers too ignores a tied checkpoint's copy of the embeddings
+		}
+		return nil, fmt.Errorf("load %s: tensor %q is not a parameter of %v (hidden %d, %d layers, tied embeddings %v); mcprl does not support it",
+			dir, name, m.Config.Architectures, m.Config.HiddenSize, m.Config.NumHiddenLayers, m.Config.TieWordEmbeddings)
 	}
 	if _, err := os.Stat(filepath.Join(dir, AdapterDir, "adapter_config.json")); err == nil {
 		if err := m.LoadAdapter(filepath.Join(dir, AdapterDir)); err != nil {

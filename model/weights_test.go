@@ -222,3 +222,23 @@ func TestBF16Rounding(t *testing.T) {
 }
 
 func float32frombits(b uint32) float32 { return math.Float32frombits(b) }
+
+// TestLoadRefusesUnsupported: checkpoints that transformers wrote with what mcprl cannot compute (float64 or
+// integer weights, a tensor Qwen2 lacks, a scaled rotary embedding; testdata/gen_golden.py) are refused with an
+// error naming the tensor or key, never loaded with a part ignored.
+func TestLoadRefusesUnsupported(t *testing.T) {
+	backend := testBackend(t)
+	for _, tc := range []struct{ dir, want string }{
+		{"f64", `tensor "model.embed_tokens.weight" has dtype F64`},
+		{"int8", `tensor "model.layers.0.mlp.up_proj.weight" has dtype I8`},
+		{"extra", `tensor "model.layers.1.self_attn.o_proj.bias" is not a parameter`},
+		{"yarn", "rope_parameters.rope_type yarn is not supported"},
+	} {
+		t.Run(tc.dir, func(t *testing.T) {
+			_, err := Load(backend, filepath.Join("testdata/unsupported", tc.dir))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Load error = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}

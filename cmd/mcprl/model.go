@@ -16,7 +16,7 @@ func newModelCmd() *cobra.Command {
 		Short: "Policy model (Qwen2, Llama) commands: create random weights, import a GGUF file, inspect a checkpoint",
 		Long:  "Commands on Hugging Face Qwen2 and Llama model directories (config.json + model.safetensors), the format mcprl trains and saves.",
 	}
-	cmd.AddCommand(newModelInitCmd(), newModelInfoCmd(), newModelImportCmd(), newModelMergeCmd())
+	cmd.AddCommand(newModelInitCmd(), newModelInfoCmd(), newModelImportCmd(), newModelMergeCmd(), newModelForwardCmd(), newModelGenerateCmd())
 	return cmd
 }
 

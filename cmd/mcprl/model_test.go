@@ -2,10 +2,16 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gomlx/gomlx/pkg/core/tensors"
 
 	"github.com/mcprl/mcprl/model"
 )
@@ -60,5 +66,79 @@ func TestModelInitCommand(t *testing.T) {
 	os.WriteFile(bad, []byte(strings.ReplaceAll(strings.ReplaceAll(string(data), "Qwen2ForCausalLM", "GemmaForCausalLM"), `"qwen2"`, `"gemma"`)), 0o644)
 	if _, err := runMcprl(t, "", "model", "init", "--config", bad, "--out", t.TempDir()); err == nil || !strings.Contains(err.Error(), "not supported") {
 		t.Errorf("gemma config: err = %v", err)
+	}
+}
+
+// TestModelForwardAndGenerateCommands: `model forward` writes the logits transformers computed for the same
+// checkpoint and batch (model/testdata/golden.json) within 1e-5, and `model generate` with temperature 0 gives
+// the greedy tokens of decoding without the cache.
+func TestModelForwardAndGenerateCommands(t *testing.T) {
+	const dir = "../../model/testdata/untied"
+	var golden struct {
+		Tokens        [][]int `json:"tokens"`
+		AttentionMask [][]int `json:"attention_mask"`
+		Models        map[string]struct {
+			Logits []float64 `json:"logits"`
+		} `json:"models"`
+	}
+	data, err := os.ReadFile("../../model/testdata/golden.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &golden); err != nil {
+		t.Fatal(err)
+	}
+	in, _ := json.Marshal(map[string]any{"tokens": golden.Tokens, "attention_mask": golden.AttentionMask})
+	out := filepath.Join(t.TempDir(), "fwd.safetensors")
+	if msg, err := runMcprl(t, string(in), "model", "forward", "--model", dir, "--out", out); err != nil {
+		t.Fatalf("forward: %v\n%s", err, msg)
+	}
+	got, err := model.LoadTensors(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logits := tensors.MustCopyFlatData[float32](got["logits"])
+	want := golden.Models["untied"].Logits
+	if len(logits) != len(want) || got["token_logprobs"] == nil {
+		t.Fatalf("forward wrote %d logits and token_logprobs %v; want %d logits", len(logits), got["token_logprobs"], len(want))
+	}
+	v := len(want) / (len(golden.Tokens) * len(golden.Tokens[0]))
+	for i, w := range want {
+		b, p := i/v/len(golden.Tokens[0]), i/v%len(golden.Tokens[0])
+		if golden.AttentionMask[b][p] == 1 && math.Abs(float64(logits[i])-w) > 1e-5 {
+			t.Fatalf("logit %d = %g, transformers %g", i, logits[i], w)
+		}
+	}
+	if _, err := runMcprl(t, `{"tokens": [[1, 2]], "attention_mask": [[1]]}`, "model", "forward", "--model", dir, "--out", out); err == nil || !strings.Contains(err.Error(), "row 0") {
+		t.Errorf("ragged input: error %v, want one naming row 0", err)
+	}
+
+	prompts := [][]int{{5, 6, 7}, {9, 10, 11, 12, 13, 14}}
+	in, _ = json.Marshal(map[string]any{"prompts": prompts, "max_new_tokens": 12, "temperature": 0})
+	msg, err := runMcprl(t, string(in), "model", "generate", "--model", dir, "--repeat", "2")
+	if err != nil {
+		t.Fatalf("generate: %v\n%s", err, msg)
+	}
+	var gen struct {
+		Completions [][]int   `json:"completions"`
+		Seconds     []float64 `json:"seconds"`
+	}
+	if err := json.Unmarshal([]byte(msg), &gen); err != nil {
+		t.Fatalf("%v: %s", err, msg)
+	}
+	backend, err := model.NewBackend("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.Load(backend, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := m.GreedyNoCache(context.Background(), prompts, 12, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gen.Seconds) != 2 || len(gen.Completions) != 2 || !slices.Equal(gen.Completions[0], ref[0]) || !slices.Equal(gen.Completions[1], ref[1]) {
+		t.Errorf("generate = %+v, greedy without cache %v", gen, ref)
 	}
 }

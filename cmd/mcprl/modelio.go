@@ -1,0 +1,150 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/spf13/cobra"
+
+	"github.com/mcprl/mcprl/model"
+)
+
+// newModelForwardCmd exposes the forward pass, so that other implementations (transformers, in python/tests)
+// can be compared with it on the same inputs.
+func newModelForwardCmd() *cobra.Command {
+	var dir, out string
+	cmd := &cobra.Command{
+		Use:   "forward --model DIR --out FILE",
+		Short: "Write the logits and per-token log-probs of a batch of token rows to a safetensors file",
+		Long: `forward reads one JSON object from stdin, {"tokens": [[id, ...], ...], "attention_mask": [[1|0, ...], ...]}
+(rows of equal length, left or right padding), runs the model's full forward pass and writes FILE, a
+safetensors file of two float32 tensors: "logits" [B, T, V] and "token_logprobs" [B, T], where
+token_logprobs[b, t] = log p(tokens[b][t] | tokens[b][<t]), 0 where undefined (first and padded positions).
+Positions are cumsum(attention_mask) - 1, as transformers' generate() computes them.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var in struct {
+				Tokens        [][]int32 `json:"tokens"`
+				AttentionMask [][]int32 `json:"attention_mask"`
+			}
+			if err := json.NewDecoder(cmd.InOrStdin()).Decode(&in); err != nil {
+				return fmt.Errorf("stdin: %w", err)
+			}
+			if len(in.Tokens) == 0 || len(in.Tokens) != len(in.AttentionMask) {
+				return fmt.Errorf("stdin: %d token rows and %d mask rows; want the same number, at least one", len(in.Tokens), len(in.AttentionMask))
+			}
+			for b := range in.Tokens {
+				if len(in.Tokens[b]) != len(in.Tokens[0]) || len(in.AttentionMask[b]) != len(in.Tokens[0]) {
+					return fmt.Errorf("stdin: row %d has %d tokens and %d mask values; row 0 has %d tokens", b, len(in.Tokens[b]), len(in.AttentionMask[b]), len(in.Tokens[0]))
+				}
+			}
+			m, err := loadModel(dir)
+			if err != nil {
+				return err
+			}
+			exec, err := mlctx.NewExec(m.Backend, m.Ctx, func(ctx *mlctx.Context, tokens, mask *graph.Node) []*graph.Node {
+				return []*graph.Node{m.Logits(ctx, tokens, mask), m.TokenLogProbs(ctx, tokens, mask)}
+			})
+			if err != nil {
+				return fmt.Errorf("forward graph: %w", err)
+			}
+			res, err := exec.Exec(tensors.FromValue(in.Tokens), tensors.FromValue(in.AttentionMask))
+			if err != nil {
+				return fmt.Errorf("forward: %w", err)
+			}
+			return model.SaveTensors(out, map[string]*tensors.Tensor{"logits": res[0], "token_logprobs": res[1]})
+		},
+	}
+	cmd.Flags().StringVar(&dir, "model", "", "Hugging Face Qwen2 model directory")
+	cmd.Flags().StringVar(&out, "out", "", "safetensors file to write")
+	_ = cmd.MarkFlagRequired("model")
+	_ = cmd.MarkFlagRequired("out")
+	return cmd
+}
+
+// newModelGenerateCmd exposes batched KV-cache sampling as JSON, with its wall time.
+func newModelGenerateCmd() *cobra.Command {
+	var dir string
+	var repeat int
+	cmd := &cobra.Command{
+		Use:   "generate --model DIR [--repeat N]",
+		Short: "Sample continuations of a batch of token prompts with the KV cache, as JSON (stdin -> stdout)",
+		Long: `generate reads one JSON object from stdin,
+{"prompts": [[id, ...], ...], "max_new_tokens": N, "temperature": 0, "top_p": 1, "top_k": 0, "stop": [id, ...], "seed": 0}
+and samples all prompts as one batch in one KV-cache session (temperature 0 = greedy). It writes
+{"completions": [[id, ...], ...], "seconds": [s, ...]}: the new tokens of each prompt (a stop id included) and
+the wall time of each of the --repeat runs (prompt and sampling; the first also compiles the graphs).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var in struct {
+				Prompts      [][]int `json:"prompts"`
+				MaxNewTokens int     `json:"max_new_tokens"`
+				Temperature  float64 `json:"temperature"`
+				TopP         float64 `json:"top_p"`
+				TopK         int     `json:"top_k"`
+				Stop         []int   `json:"stop"`
+				Seed         uint64  `json:"seed"`
+			}
+			if err := json.NewDecoder(cmd.InOrStdin()).Decode(&in); err != nil {
+				return fmt.Errorf("stdin: %w", err)
+			}
+			if len(in.Prompts) == 0 {
+				return fmt.Errorf("stdin: no prompts")
+			}
+			if repeat < 1 {
+				return fmt.Errorf("--repeat %d: want at least 1", repeat)
+			}
+			m, err := loadModel(dir)
+			if err != nil {
+				return err
+			}
+			longest := 0
+			for _, p := range in.Prompts {
+				longest = max(longest, len(p))
+			}
+			var out [][]int
+			var seconds []float64
+			for range repeat {
+				start := time.Now()
+				s, err := m.NewSession(len(in.Prompts), model.Bucket(longest)+in.MaxNewTokens+1, in.Seed)
+				if err != nil {
+					return err
+				}
+				if err := s.Append(cmd.Context(), in.Prompts); err != nil {
+					s.Close()
+					return err
+				}
+				comps, err := s.Generate(cmd.Context(), model.SampleOptions{
+					Temperature: in.Temperature, TopP: in.TopP, TopK: in.TopK, MaxNewTokens: in.MaxNewTokens, Stop: in.Stop,
+				})
+				s.Close()
+				if err != nil {
+					return err
+				}
+				seconds = append(seconds, time.Since(start).Seconds())
+				out = make([][]int, len(comps))
+				for i, c := range comps {
+					out[i] = c.Tokens
+				}
+			}
+			return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"completions": out, "seconds": seconds})
+		},
+	}
+	cmd.Flags().StringVar(&dir, "model", "", "Hugging Face Qwen2 model directory")
+	cmd.Flags().IntVar(&repeat, "repeat", 1, "run the whole generation this many times (for timing); the last run's tokens are written")
+	_ = cmd.MarkFlagRequired("model")
+	return cmd
+}
+
+// loadModel loads a model directory on the default backend.
+func loadModel(dir string) (*model.Model, error) {
+	backend, err := model.NewBackend("")
+	if err != nil {
+		return nil, err
+	}
+	return model.Load(backend, dir)
+}
