@@ -196,7 +196,8 @@ var schemas = json.RawMessage(`{
    "properties": {"type": {"const": "list_tools"}, "metadata": {"type": "object"}}},
   {"title": "FinishAction", "type": "object", "additionalProperties": false, "required": ["type"],
    "properties": {"type": {"const": "finish"}, "metadata": {"type": "object"},
-     "completion": {"description": "the agent's completion: its text (tool-call tags included) or its messages", "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}]}}}
+     "completion": {"description": "the agent's completion: its text (tool-call tags included) or its messages", "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}]},
+     "replay": {"type": "boolean", "description": "run the completion's tool calls in the episode's fork before scoring"}}}
 ]},
 "observation": {"title": "Observation", "type": "object", "properties": {
   "episode_id": {"type": "string"}, "task_id": {"type": "string"}, "fixture": {"type": "string"},

@@ -562,3 +562,27 @@ func TestHealthSchemaMetadata(t *testing.T) {
 		}
 	}
 }
+
+// TestFinishReplay: a client that ran no calls (verl's compute_score) has
+// the completion's calls run in the episode's fork before scoring.
+func TestFinishReplay(t *testing.T) {
+	srv, hs := newServer(t, envserver.Options{})
+	c := dial(t, hs)
+	defer c.close()
+	tasks, err := task.Load(tasksFile, task.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, calls := goldenText(&tasks[0])
+	c.observation("reset", map[string]any{"task_id": tasks[0].ID})
+	fin := c.observation("step", map[string]any{"type": "finish", "completion": text, "replay": true})
+	var obs envserver.FinishObservation
+	raw, _ := json.Marshal(fin.Observation)
+	json.Unmarshal(raw, &obs)
+	if obs.ToolCalls != len(calls) || obs.Rewards["assertions"] != 1 || *fin.Reward != 1 {
+		t.Fatalf("replayed golden: %+v reward %v, want %d calls and every assertion held", obs, *fin.Reward, len(calls))
+	}
+	if s := srv.Stats(); s.ToolCalls != int64(len(calls)) {
+		t.Fatalf("stats %+v", s)
+	}
+}

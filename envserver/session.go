@@ -233,7 +233,11 @@ type action struct {
 	ToolName   *string         `json:"tool_name"`
 	Arguments  json.RawMessage `json:"arguments"`
 	Completion json.RawMessage `json:"completion"`
-	Metadata   json.RawMessage `json:"metadata"`
+	// Replay, on finish, first runs the completion's tool calls in the
+	// episode's fork, in order (for a client that ran none: verl's
+	// compute_score, mcprl score's way).
+	Replay   bool            `json:"replay"`
+	Metadata json.RawMessage `json:"metadata"`
 }
 
 func (sess *session) step(data json.RawMessage) (StepResult, *protoError) {
@@ -279,6 +283,11 @@ func (sess *session) step(data json.RawMessage) (StepResult, *protoError) {
 		text, answer, perr := completionText(a.Completion)
 		if perr != nil {
 			return StepResult{}, perr
+		}
+		if a.Replay {
+			if err := sess.replay(text); err != nil {
+				return StepResult{}, execution("replaying the completion's calls: %v", err)
+			}
 		}
 		sc, err := sess.scoreEpisode(text, answer)
 		if err != nil {
@@ -331,6 +340,27 @@ func (sess *session) call(name string, args json.RawMessage) CallToolObservation
 	sess.calls = append(sess.calls, cr)
 	sess.steps++
 	return obs
+}
+
+// replay runs text's tool calls in the fork and records them; malformed
+// calls are recorded with their parse error, as a rollout would.
+func (sess *session) replay(text string) error {
+	traj, err := reward.Replay(sess.ctx, sess.sb, text)
+	if err != nil {
+		return err
+	}
+	for _, turn := range traj.Turns {
+		for _, c := range turn.Calls {
+			if c.ParseError == "" {
+				sess.srv.stats.toolCalls.Add(1)
+			}
+			sess.calls = append(sess.calls, c)
+		}
+	}
+	if traj.Error != "" && sess.trajErr == "" {
+		sess.trajErr = traj.Error
+	}
+	return nil
 }
 
 // scoreEpisode scores the episode: the calls it ran, with text as the
