@@ -245,9 +245,8 @@ func (s *Server) Close() error {
 var errCapacity = errors.New("session capacity reached")
 
 // open reserves a session slot; it fails at the cap or after Close.
-// hangUp closes a WebSocket session's connection (nil for sessions made
-// over /mcp).
-func (s *Server) open(hangUp func(websocket.StatusCode, string) error) (*session, error) {
+// c is the session's WebSocket connection (nil for sessions made over /mcp).
+func (s *Server) open(c *websocket.Conn) (*session, error) {
 	select {
 	case s.slots <- struct{}{}:
 	default:
@@ -255,7 +254,10 @@ func (s *Server) open(hangUp func(websocket.StatusCode, string) error) (*session
 		return nil, errCapacity
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	sess := &session{id: newID(), srv: s, ws: hangUp != nil, hangUp: hangUp, ctx: ctx, cancel: cancel}
+	sess := &session{id: newID(), srv: s, ws: c != nil, ctx: ctx, cancel: cancel}
+	if c != nil {
+		sess.hangUp, sess.ping = c.Close, c.Ping
+	}
 	sess.touch()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -308,17 +310,42 @@ func (s *Server) reap() {
 		var idle []*session
 		s.mu.Lock()
 		for _, sess := range s.sessions {
-			if sess.busy.Load() == 0 && !sess.ended() && now-sess.last.Load() > int64(s.opts.IdleTimeout) {
+			if sess.busy.Load() == 0 && !sess.ended() && !sess.probing.Load() && now-sess.last.Load() > int64(s.opts.IdleTimeout) {
 				idle = append(idle, sess)
 			}
 		}
 		s.mu.Unlock()
 		for _, sess := range idle {
-			if sess.end(endIdle) {
-				s.stats.reaped.Add(1)
-				s.opts.Logger.Info("envserver: session idle, its fork freed", "session", sess.id, "idle_timeout", s.opts.IdleTimeout)
+			if sess.ws {
+				// A WebSocket peer that answers a ping is alive (a trainer
+				// between turns); one that does not (a half-open socket, a
+				// vanished host) is freed.
+				sess.probing.Store(true)
+				go s.probe(sess)
+				continue
 			}
+			s.expire(sess)
 		}
+	}
+}
+
+// probe pings an idle WebSocket session's peer and frees the session when
+// no pong comes back within the idle timeout (10 s at most).
+func (s *Server) probe(sess *session) {
+	defer sess.probing.Store(false)
+	ctx, cancel := context.WithTimeout(sess.ctx, min(s.opts.IdleTimeout, 10*time.Second))
+	defer cancel()
+	if err := sess.ping(ctx); err == nil {
+		sess.touch()
+		return
+	}
+	s.expire(sess)
+}
+
+func (s *Server) expire(sess *session) {
+	if sess.end(endIdle) {
+		s.stats.reaped.Add(1)
+		s.opts.Logger.Info("envserver: session idle, its fork freed", "session", sess.id, "idle_timeout", s.opts.IdleTimeout)
 	}
 }
 

@@ -43,6 +43,10 @@ type session struct {
 	// hangUp closes a WebSocket session's connection with a status; its
 	// read loop then ends and releases the session.
 	hangUp func(websocket.StatusCode, string) error
+	// ping probes a WebSocket session's peer (nil for sessions made over
+	// /mcp); probing is set while a probe is in flight.
+	ping    func(context.Context) error
+	probing atomic.Bool
 
 	mu        sync.Mutex
 	episodeID string

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -26,12 +27,21 @@ type message struct {
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	s.conns.Add(1)
 	defer s.conns.Done()
-	c, err := websocket.Accept(w, r, nil)
+	var alive atomic.Pointer[session]
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+		// A client's keepalive pings count as activity.
+		OnPingReceived: func(context.Context, []byte) bool {
+			if sess := alive.Load(); sess != nil {
+				sess.touch()
+			}
+			return true
+		},
+	})
 	if err != nil {
 		return // Accept has answered the request
 	}
 	c.SetReadLimit(-1) // the size cap is enforced per message below, so that the session survives
-	sess, err := s.open(func(code websocket.StatusCode, reason string) error { return c.Close(code, reason) })
+	sess, err := s.open(c)
 	if err != nil {
 		code, status := CodeSession, websocket.StatusGoingAway
 		if errors.Is(err, errCapacity) {
@@ -45,6 +55,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		c.Close(status, err.Error())
 		return
 	}
+	alive.Store(sess)
 	defer sess.release()
 	for {
 		// Not sess.ctx: ending a session closes the connection with a
