@@ -131,11 +131,21 @@ func shortFloat(v float64) float64 {
 	return f
 }
 
+// ImportOptions changes what ImportGGUF writes.
+type ImportOptions struct {
+	// ChatTemplate, when set, replaces the file's chat template.
+	ChatTemplate string
+	// AddTokens are appended to the vocabulary as added tokens (not special), as tokenizer.add_tokens then
+	// model.resize_token_embeddings do in transformers; their embedding rows (and lm_head rows when untied) are
+	// the mean of the existing rows.
+	AddTokens []string
+}
+
 // ImportGGUF writes the GGUF file at path as a Hugging Face model directory dir: config.json,
 // generation_config.json, model.safetensors (float32: every tensor dequantized, q/k rows of Llama unpermuted) and
 // the tokenizer (tokenizer.json, tokenizer_config.json with the chat template). It fails, naming the problem, on
 // an unsupported architecture, quantization, tokenizer or a truncated file, before writing anything.
-func ImportGGUF(path, dir string) (*Config, error) {
+func ImportGGUF(path, dir string, opts ImportOptions) (*Config, error) {
 	r, err := gguf.Open(path)
 	if err != nil {
 		return nil, err
@@ -145,10 +155,12 @@ func ImportGGUF(path, dir string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	tokJSON, tokCfg, err := tokenizer.GGUFFiles(r)
+	tokJSON, tokCfg, err := tokenizer.GGUFFiles(r, tokenizer.GGUFOptions{ChatTemplate: opts.ChatTemplate, AddTokens: opts.AddTokens})
 	if err != nil {
 		return nil, err
 	}
+	fileVocab := cfg.VocabSize
+	cfg.VocabSize += len(opts.AddTokens)
 	params := cfg.params()
 	for _, p := range params { // every tensor is there and of a supported type before anything is read
 		t, ok := r.Tensor(ggufName(p.name))
@@ -158,8 +170,12 @@ func ImportGGUF(path, dir string) (*Config, error) {
 		if !gguf.CanDequantize(t.Type) {
 			return nil, fmt.Errorf("gguf %s: tensor %s has type %s, which cannot be imported (F32, F16, BF16, Q8_0, Q4_0, Q4_1)", path, t.Name, t.Type)
 		}
-		if got := t.Shape(); !equalInts(got, p.shape) && !(len(p.shape) == 1 && len(got) == 1 && got[0] == p.shape[0]) {
-			return nil, fmt.Errorf("gguf %s: tensor %s has shape %v, want %v for %s", path, t.Name, got, p.shape, p.name)
+		want := p.shape
+		if grown(p.name) {
+			want = []int{fileVocab, p.shape[1]}
+		}
+		if got := t.Shape(); !equalInts(got, want) {
+			return nil, fmt.Errorf("gguf %s: tensor %s has shape %v, want %v for %s", path, t.Name, got, want, p.name)
 		}
 	}
 	all := make([]stTensor, 0, len(params))
@@ -167,6 +183,9 @@ func ImportGGUF(path, dir string) (*Config, error) {
 		data, err := r.Float32(ggufName(p.name))
 		if err != nil {
 			return nil, err
+		}
+		if grown(p.name) {
+			data = appendMeanRows(data, p.shape[1], len(opts.AddTokens))
 		}
 		if cfg.IsLlama() {
 			switch {
@@ -199,6 +218,33 @@ func ImportGGUF(path, dir string) (*Config, error) {
 		return nil, fmt.Errorf("import %s: %w", path, err)
 	}
 	return cfg, nil
+}
+
+// grown reports whether a tensor has one row per vocabulary id.
+func grown(hfName string) bool {
+	return hfName == "model.embed_tokens.weight" || hfName == "lm_head.weight"
+}
+
+// appendMeanRows appends n rows, each the mean of the existing rows of width d (in float64).
+func appendMeanRows(data []float32, d, n int) []float32 {
+	if n == 0 {
+		return data
+	}
+	mean := make([]float64, d)
+	rows := len(data) / d
+	for r := range rows {
+		for j, v := range data[r*d : (r+1)*d] {
+			mean[j] += float64(v)
+		}
+	}
+	row := make([]float32, d)
+	for j := range row {
+		row[j] = float32(mean[j] / float64(rows))
+	}
+	for range n {
+		data = append(data, row...)
+	}
+	return data
 }
 
 // unpermuteRotary undoes llama.cpp's permutation of a Llama q_proj or k_proj weight [heads*headDim, in]: within

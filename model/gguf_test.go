@@ -44,7 +44,7 @@ func TestImportTinyGGUF(t *testing.T) {
 				t.Fatal(err)
 			}
 			dir := t.TempDir()
-			cfg, err := ImportGGUF(filepath.Join("testdata", "tiny-"+arch+".gguf"), dir)
+			cfg, err := ImportGGUF(filepath.Join("testdata", "tiny-"+arch+".gguf"), dir, ImportOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -135,7 +135,7 @@ func TestImportGGUFRejects(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out := filepath.Join(tmp, "out-"+strings.ReplaceAll(c.name, " ", "-"))
-			_, err := ImportGGUF(c.path, out)
+			_, err := ImportGGUF(c.path, out, ImportOptions{})
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err = %v, want %q", err, c.want)
 			}
@@ -143,5 +143,56 @@ func TestImportGGUFRejects(t *testing.T) {
 				t.Errorf("%s was written", out)
 			}
 		})
+	}
+}
+
+// TestImportAddTokens: tokens added at import get the next ids, mean embedding rows, and leave the logits of the
+// original vocabulary as they were; a chat template given at import replaces the file's.
+func TestImportAddTokens(t *testing.T) {
+	toks, mask := tinyBatch(t)
+	base := importTiny(t, "llama")
+	want := run(t, base, base.Logits, tensors.FromValue(toks), tensors.FromValue(mask))
+	dir := t.TempDir()
+	tpl := "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+	cfg, err := ImportGGUF("testdata/tiny-llama.gguf", dir, ImportOptions{ChatTemplate: tpl, AddTokens: []string{"<tool_call>", "</tool_call>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	V := base.Config.VocabSize
+	if cfg.VocabSize != V+2 {
+		t.Fatalf("vocab %d, want %d", cfg.VocabSize, V+2)
+	}
+	m, err := Load(testBackend(t), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	emb, _, _ := m.Tensor("model.embed_tokens.weight")
+	d := m.Config.HiddenSize
+	if !slices.Equal(emb[V*d:(V+1)*d], emb[(V+1)*d:]) {
+		t.Error("the two new rows differ")
+	}
+	got := run(t, m, m.Logits, tensors.FromValue(toks), tensors.FromValue(mask))
+	T := len(toks[0])
+	for b := range toks {
+		for tt := range T {
+			if mask[b][tt] == 0 {
+				continue
+			}
+			for v := range V {
+				if diff := got[(b*T+tt)*(V+2)+v] - want[(b*T+tt)*V+v]; diff > 1e-5 || diff < -1e-5 {
+					t.Fatalf("logit [%d %d %d] moved by %g", b, tt, v, diff)
+				}
+			}
+		}
+	}
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids := tok.Encode("a<tool_call>b</tool_call>"); !slices.Equal(ids[1:2], []int{V}) || ids[len(ids)-1] != V+1 || tok.IsSpecial(V) {
+		t.Errorf("encode: %v (special %v)", ids, tok.IsSpecial(V))
+	}
+	if src, err := tok.ChatTemplateSource(); err != nil || src != tpl {
+		t.Errorf("template %q, %v", src, err)
 	}
 }

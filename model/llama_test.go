@@ -24,7 +24,7 @@ var smolLM2 = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	_, err = ImportGGUF(path, dir)
+	_, err = ImportGGUF(path, dir, ImportOptions{})
 	return dir, err
 })
 

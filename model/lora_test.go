@@ -33,7 +33,7 @@ func tinyBatch(t *testing.T) (toks, mask [][]int32) {
 func importTiny(t *testing.T, arch string) *Model {
 	t.Helper()
 	dir := t.TempDir()
-	if _, err := ImportGGUF(filepath.Join("testdata", "tiny-"+arch+".gguf"), dir); err != nil {
+	if _, err := ImportGGUF(filepath.Join("testdata", "tiny-"+arch+".gguf"), dir, ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	m, err := Load(testBackend(t), dir)

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/mcprl/mcprl/gguf"
@@ -54,10 +55,19 @@ func splitByteLevel(pattern string) string {
 		`},"behavior":"Isolated","invert":false},{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":false,"use_regex":false}]}`
 }
 
+// GGUFOptions changes what GGUFFiles writes.
+type GGUFOptions struct {
+	// ChatTemplate, when set, replaces the file's tokenizer.chat_template.
+	ChatTemplate string
+	// AddTokens are appended to the vocabulary as added tokens that are not special (as Qwen2.5's <tool_call>
+	// and </tool_call> are), with the next ids; the model's embeddings must grow to match.
+	AddTokens []string
+}
+
 // GGUFFiles builds tokenizer.json and tokenizer_config.json from a GGUF file's tokenizer metadata
 // (tokenizer.ggml.model, pre, tokens, token_type, merges, bos/eos/unknown/padding_token_id, tokenizer.chat_template).
 // The result loads with Load, byte for byte as Hugging Face's tokenizers library loads it.
-func GGUFFiles(r *gguf.Reader) (tokenizerJSON, tokenizerConfig []byte, err error) {
+func GGUFFiles(r *gguf.Reader, opts GGUFOptions) (tokenizerJSON, tokenizerConfig []byte, err error) {
 	fail := func(err error) ([]byte, []byte, error) {
 		return nil, nil, fmt.Errorf("tokenizer from %s: %w", r.Path(), err)
 	}
@@ -86,6 +96,13 @@ func GGUFFiles(r *gguf.Reader) (tokenizerJSON, tokenizerConfig []byte, err error
 	}
 	if len(types) != len(tokens) {
 		return fail(fmt.Errorf("%d token types for %d tokens", len(types), len(tokens)))
+	}
+	for _, t := range opts.AddTokens {
+		if slices.Contains(tokens, t) {
+			return fail(fmt.Errorf("token %q to add is already in the vocabulary", t))
+		}
+		tokens = append(slices.Clip(tokens), t)
+		types = append(slices.Clip(types), ggufTokenUserDefined)
 	}
 	merges, err := r.Strings("tokenizer.ggml.merges")
 	if err != nil {
@@ -165,7 +182,9 @@ func GGUFFiles(r *gguf.Reader) (tokenizerJSON, tokenizerConfig []byte, err error
 	if _, ok := special("tokenizer.ggml.eos_token_id"); !ok {
 		return fail(fmt.Errorf("tokenizer.ggml.eos_token_id missing or out of range"))
 	}
-	if tpl, err := r.String("tokenizer.chat_template"); err == nil {
+	if opts.ChatTemplate != "" {
+		cfg.add("chat_template", opts.ChatTemplate)
+	} else if tpl, err := r.String("tokenizer.chat_template"); err == nil {
 		cfg.add("chat_template", tpl)
 	}
 	cfg.add("clean_up_tokenization_spaces", false)
@@ -183,8 +202,8 @@ func GGUFFiles(r *gguf.Reader) (tokenizerJSON, tokenizerConfig []byte, err error
 }
 
 // WriteGGUF writes GGUFFiles' tokenizer.json and tokenizer_config.json into dir.
-func WriteGGUF(r *gguf.Reader, dir string) error {
-	tj, tc, err := GGUFFiles(r)
+func WriteGGUF(r *gguf.Reader, dir string, opts GGUFOptions) error {
+	tj, tc, err := GGUFFiles(r, opts)
 	if err != nil {
 		return err
 	}

