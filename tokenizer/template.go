@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/ardanlabs/jinja"
 	"github.com/mcprl/mcprl/chat"
@@ -24,6 +25,9 @@ type Template struct {
 
 // ParseTemplate compiles a chat template source.
 func ParseTemplate(source string) (*Template, error) {
+	// Jinja2 drops one trailing newline of a template's source (keep_trailing_newline=False, as transformers
+	// leaves it); a chat_template.jinja file usually ends with one.
+	source = strings.TrimSuffix(source, "\n")
 	tmpl, err := jinja.Compile(renameToJSON(source))
 	if err != nil {
 		return nil, fmt.Errorf("chat template: %w", err)

@@ -188,3 +188,21 @@ func TestTemplateBadArguments(t *testing.T) {
 		t.Error("Render accepted truncated JSON arguments")
 	}
 }
+
+// TestTemplateTrailingNewline: like Jinja2 (keep_trailing_newline=False), one trailing newline of the source is
+// not rendered; a second one is.
+func TestTemplateTrailingNewline(t *testing.T) {
+	for src, want := range map[string]string{"{{ 'x' }}\n": "x", "{{ 'x' }}\n\n": "x\n", "{{ 'x' }}": "x"} {
+		tp, err := ParseTemplate(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := tp.Render(nil, nil, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("%q renders %q, want %q", src, got, want)
+		}
+	}
+}
