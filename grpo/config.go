@@ -140,7 +140,10 @@ type Config struct {
 	MaxToolCallingIterations *int    `yaml:"max_tool_calling_iterations"`
 
 	// GRPOConfig: training.
-	Beta                     float64      `yaml:"beta"`
+	Beta float64 `yaml:"beta"`
+	// UseBiasCorrectionKL multiplies the per-token KL by the importance ratio (TRL's default since 2026: the
+	// unbiased reverse-KL gradient of DeepSeek-V3.2); it matters only when beta != 0.
+	UseBiasCorrectionKL      bool         `yaml:"use_bias_correction_kl"`
 	NumIterations            int          `yaml:"num_iterations"`
 	Epsilon                  float64      `yaml:"epsilon"`
 	EpsilonHigh              *float64     `yaml:"epsilon_high"` // nil: same as epsilon
@@ -200,7 +203,7 @@ var trlUnsupported = setOf("cache_implementation", "cast_lm_head_to_fp32", "chat
 	"generation_kwargs", "min_p", "multi_objective_aggregation", "num_generations_eval", "off_policy_mask_threshold",
 	"pad_to_multiple_of", "ref_model_mixup_alpha", "ref_model_sync_steps", "repetition_penalty", "reward_weights",
 	"router_aux_loss_coef", "sapo_temperature_neg", "sapo_temperature_pos", "sync_ref_model", "top_entropy_quantile",
-	"use_adaptive_entropy", "use_bias_correction_kl", "use_vllm", "vespo_k_neg", "vespo_k_pos", "vespo_lambda_neg",
+	"use_adaptive_entropy", "use_vllm", "vespo_k_neg", "vespo_k_pos", "vespo_lambda_neg",
 	"vespo_lambda_pos", "lr_scheduler_kwargs", "optim", "eval_strategy", "eval_steps", "per_device_eval_batch_size",
 	"gradient_checkpointing_kwargs", "resume_from_checkpoint")
 
@@ -270,6 +273,7 @@ func Default() Config {
 		Temperature:               1.0,
 		TopP:                      1.0,
 		NumIterations:             1,
+		UseBiasCorrectionKL:       true,
 		Epsilon:                   0.2,
 		ImportanceSamplingLevel:   LevelToken,
 		ScaleRewards:              ScaleGroup,

@@ -45,6 +45,8 @@ type goldenFile struct {
 			Epsilon                   float64 `json:"epsilon"`
 			EpsilonHigh               float64 `json:"epsilon_high"`
 			GradientAccumulationSteps int     `json:"gradient_accumulation_steps"`
+			StepsPerGeneration        int     `json:"steps_per_generation"`
+			UseBiasCorrectionKL       bool    `json:"use_bias_correction_kl"`
 			MaxCompletionLength       int     `json:"max_completion_length"`
 		} `json:"config"`
 		UseOld  bool           `json:"use_old"`

@@ -15,22 +15,35 @@ type LossConfig struct {
 	ImportanceSamplingLevel string  // token or sequence (GSPO)
 	Epsilon, EpsilonHigh    float64 // clip range [1-Epsilon, 1+EpsilonHigh]
 	Beta                    float64 // KL coefficient; 0: no reference model
-	MaxCompletionLength     int     // dr_grpo's constant normaliser
+	// BiasCorrectionKL multiplies the per-token KL by the importance weight w (TRL's use_bias_correction_kl,
+	// on by default there), gradient through w included.
+	BiasCorrectionKL    bool
+	MaxCompletionLength int // dr_grpo's constant normaliser
 	// GradientAccumulationSteps is TRL's current_gradient_accumulation_steps: grpo, bnpo and dr_grpo
-	// divide the micro-batch loss by it (use 1 in evaluation). dapo divides by NumItemsInBatch instead.
+	// divide the micro-batch loss by it (use 1 in evaluation). dapo divides by NumItemsInBatch instead,
+	// rescaled to one accumulation window: NumItemsInBatch * GradientAccumulationSteps / StepsPerGeneration.
 	GradientAccumulationSteps int
+	// StepsPerGeneration is TRL's steps_per_generation (the micro-batches one generation batch is split into);
+	// 0 means GradientAccumulationSteps, TRL's default. Only dapo reads it.
+	StepsPerGeneration int
 }
 
 // LossConfig returns the loss settings of c (GradientAccumulationSteps = gradient_accumulation_steps).
 func (c *Config) LossConfig() LossConfig {
+	_, spg, err := c.Generation()
+	if err != nil {
+		spg = 0 // Validate reports it; the loss then uses TRL's default
+	}
 	return LossConfig{
 		LossType:                  c.LossType,
 		ImportanceSamplingLevel:   c.ImportanceSamplingLevel,
 		Epsilon:                   c.Epsilon,
 		EpsilonHigh:               c.EffectiveEpsilonHigh(),
 		Beta:                      c.Beta,
+		BiasCorrectionKL:          c.UseBiasCorrectionKL,
 		MaxCompletionLength:       c.MaxCompletionLength,
 		GradientAccumulationSteps: c.GradientAccumulationSteps,
+		StepsPerGeneration:        spg,
 	}
 }
 
@@ -108,7 +121,10 @@ func (c LossConfig) validate() error {
 	if c.LossType == LossDrGRPO && c.MaxCompletionLength < 1 {
 		errs = append(errs, fmt.Errorf("dr_grpo needs max_completion_length >= 1, got %d", c.MaxCompletionLength))
 	}
-	if c.LossType != LossDAPO && c.GradientAccumulationSteps < 1 {
+	if c.StepsPerGeneration < 0 {
+		errs = append(errs, fmt.Errorf("steps_per_generation must be >= 1, got %d", c.StepsPerGeneration))
+	}
+	if c.GradientAccumulationSteps < 1 {
 		errs = append(errs, fmt.Errorf("gradient_accumulation_steps must be >= 1, got %d", c.GradientAccumulationSteps))
 	}
 	if math.IsNaN(c.Epsilon) || math.IsNaN(c.EpsilonHigh) || math.IsNaN(c.Beta) {
@@ -126,7 +142,7 @@ func (c LossConfig) validate() error {
 //	grpo:    mean_b(sum_t m*l / max(sum_t m, 1)) / gradient_accumulation_steps
 //	bnpo:    sum m*l / max(sum m, 1) / gradient_accumulation_steps
 //	dr_grpo: sum m*l / (B * max_completion_length) / gradient_accumulation_steps
-//	dapo:    sum m*l / max(num_items_in_batch, 1)
+//	dapo:    sum m*l / (max(num_items_in_batch, 1) * gradient_accumulation_steps / steps_per_generation)
 //
 // where rho_t is the importance-sampling correction (1 when ImportanceSamplingRatio is nil).
 // Summing the gradients of the micro-batches of a step (not averaging them) gives TRL's step gradient.
@@ -196,6 +212,9 @@ func Loss(cfg LossConfig, in LossInputs) (out *LossOutputs, err error) {
 		ref := Where(valid, StopGradient(convertTo(in.RefLogP, dtype)), zeros)
 		d := Sub(ref, logp)
 		kl := AddScalar(Sub(Exp(d), d), -1)
+		if cfg.BiasCorrectionKL {
+			kl = Mul(kl, BroadcastToShape(coef1, kl.Shape()))
+		}
 		perTokenLoss = Add(perTokenLoss, MulScalar(kl, cfg.Beta))
 		out.KL = maskedMean(kl, mask)
 	}
@@ -212,7 +231,12 @@ func Loss(cfg LossConfig, in LossInputs) (out *LossOutputs, err error) {
 	case LossDrGRPO:
 		loss = DivScalar(DivScalar(ReduceAllSum(masked), float64(batch*cfg.MaxCompletionLength)), ga)
 	case LossDAPO:
-		n := MaxScalar(convertTo(in.NumItemsInBatch, dtype), 1.0)
+		// TRL: normalizer = num_items_in_batch.clamp(min=1) * current_gradient_accumulation_steps / steps_per_generation.
+		spg := cfg.StepsPerGeneration
+		if spg == 0 {
+			spg = cfg.GradientAccumulationSteps
+		}
+		n := MulScalar(MaxScalar(convertTo(in.NumItemsInBatch, dtype), 1.0), ga/float64(spg))
 		loss = Div(ReduceAllSum(masked), n)
 	}
 	out.Loss = loss

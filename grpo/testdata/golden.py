@@ -1,169 +1,69 @@
-#!/usr/bin/env python3
-"""Generate grpo/testdata/golden.json: TRL's GRPO numbers computed by PyTorch.
+"""Generate grpo/testdata/golden.json: GRPO numbers computed by TRL's own GRPOTrainer and transformers.
 
-This is a line-by-line transcription of huggingface/trl trl/trainer/grpo_trainer.py
-(commit f2cd57710ae345ea6428ae95363267fcf38a3dc8, 2026-07-24):
-  - advantages: _generate_and_score_completions, multi_objective_aggregation="sum_then_normalize",
-    with trl.trainer.utils.nanstd;
-  - loss and metrics: _compute_loss for loss_type grpo, bnpo, dr_grpo, dapo (one process,
-    num_processes=1, train mode), importance_sampling_level token/sequence, beta with k3 KL;
-and of the optimisation pieces the Trainer uses:
-  - transformers.optimization get_{linear,cosine,constant}_schedule(_with_warmup) lambdas on torch LambdaLR,
-  - torch.nn.utils.clip_grad_norm_, torch.optim.AdamW.
+Nothing here re-implements TRL. With the versions of python/requirements.lock:
+  - loss, gradient and metrics: trl.GRPOTrainer._compute_loss on a GRPOTrainer built for a tiny Qwen2, with
+    _get_per_token_logps_and_entropies replaced by one returning the prepared per-token log-probs (the model's
+    forward pass is checked separately, python/tests/test_model.py), for loss_type grpo, bnpo, dr_grpo, dapo,
+    importance_sampling_level token/sequence, beta 0/0.04 with use_bias_correction_kl on and off, epsilon_high,
+    gradient accumulation, steps_per_generation;
+  - advantages and reward metrics: trl.GRPOTrainer._generate_and_score_completions on that trainer (it samples with
+    the tiny model; the reward function returns the prepared rewards, None for NaN), every scale_rewards;
+  - learning-rate schedules: transformers.get_scheduler on torch's AdamW;
+  - clipping and AdamW: torch.nn.utils.clip_grad_norm_ and torch.optim.AdamW with transformers' two groups.
 
-Run once with Debian's python3-torch (torch 1.13): /usr/bin/python3 grpo/testdata/golden.py
-It is deterministic (fixed seeds) and writes golden.json beside itself.
+Run from the repository root after scripts/test-setup.sh:  .venv/bin/python grpo/testdata/golden.py
+Deterministic (fixed seeds, float64 inputs); writes golden.json beside itself.
 """
+
+from __future__ import annotations
+
 import json
 import math
-import os
+import pathlib
+import tempfile
+from typing import Any
 
 import torch
+import transformers
+import trl
+from datasets import Dataset
+from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM, get_scheduler
+from trl import GRPOConfig, GRPOTrainer
 
-torch.set_default_dtype(torch.float64)
-
-
-# ---------------------------------------------------------------- TRL utils
-def nanstd(tensor, dim=None, keepdim=False):
-    # torch 1.13's sum() wants explicit dims where newer torch accepts dim=None
-    dims = tuple(range(tensor.dim())) if dim is None else dim
-    mean = torch.nanmean(tensor, dim=dims, keepdim=True)
-    variance = torch.nanmean((tensor - mean) ** 2, dim=dims, keepdim=True)
-    count = torch.sum(~torch.isnan(tensor), dim=dims, keepdim=True)  # count of non-NaN values
-    correction = count / (count - 1)
-    correction = torch.where(count > 1, correction, torch.full_like(correction, float("nan")))
-    variance *= correction
-    std = torch.sqrt(variance)
-    if keepdim:
-        return std
-    if dim is None:
-        return std.squeeze()
-    return std.squeeze(dim)
+HERE = pathlib.Path(__file__).resolve().parent
+REPO = HERE.parents[1]
 
 
-def nanmin(t):
-    if torch.isnan(t).all():
-        return torch.tensor(float("nan"))
-    return torch.min(t[~torch.isnan(t)])
-
-
-def nanmax(t):
-    if torch.isnan(t).all():
-        return torch.tensor(float("nan"))
-    return torch.max(t[~torch.isnan(t)])
-
-
-# ---------------------------------------------------------------- advantages
-def advantages(rewards, num_generations, scale_rewards):
-    rewards = rewards.clone()
-    mean_grouped_rewards = torch.nanmean(rewards.view(-1, num_generations), dim=1)
-    mean_grouped_rewards = mean_grouped_rewards.repeat_interleave(num_generations, dim=0)
-    if scale_rewards in ["group", "none"]:
-        if num_generations > 1:
-            std_rewards = nanstd(rewards.view(-1, num_generations), dim=1)
-            std_rewards = std_rewards.repeat_interleave(num_generations, dim=0)
-        else:
-            std_rewards = torch.zeros_like(rewards)
-    elif scale_rewards == "batch":
-        if rewards.numel() > 1:
-            std_rewards = nanstd(rewards).expand_as(rewards)
-        else:
-            std_rewards = torch.zeros_like(rewards)
-    adv = rewards - mean_grouped_rewards
-    if scale_rewards != "none":
-        adv = adv / (std_rewards + 1e-4)
-    is_std_zero = torch.isclose(std_rewards, torch.zeros_like(std_rewards))
-    adv = torch.nan_to_num(adv, nan=0.0)
-    return {
-        "advantages": adv.tolist(),
-        "frac_reward_zero_std": is_std_zero.double().mean().item(),
-        "reward": torch.nanmean(rewards).item(),
-        "reward_std": nanstd(rewards).item(),
-    }
-
-
-# ---------------------------------------------------------------- loss (_compute_loss)
-def compute_loss(cfg, per_token_logps, old_per_token_logps, ref_per_token_logps, mask, advantages,
-                 num_items_in_batch):
-    loss_type = cfg["loss_type"]
-    epsilon_low, epsilon_high, beta = cfg["epsilon"], cfg["epsilon_high"], cfg["beta"]
-    importance_sampling_level = cfg["importance_sampling_level"]
-    current_gradient_accumulation_steps = cfg["gradient_accumulation_steps"]
-    max_completion_length = cfg["max_completion_length"]
-
-    if advantages.dim() == 1:
-        advantages = advantages.unsqueeze(1)
-    old_per_token_logps = per_token_logps.detach() if old_per_token_logps is None else old_per_token_logps
-
-    log_ratio = per_token_logps - old_per_token_logps
-    if importance_sampling_level == "token":
-        log_importance_weights = log_ratio
-    elif importance_sampling_level == "sequence":
-        log_importance_weights = (log_ratio * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)
-        log_importance_weights = log_importance_weights.unsqueeze(-1)
-    coef_1 = torch.exp(log_importance_weights)
-
-    if beta != 0.0:
-        per_token_kl = (
-            torch.exp(ref_per_token_logps - per_token_logps) - (ref_per_token_logps - per_token_logps) - 1
-        )
-
-    coef_2 = torch.clamp(coef_1, 1 - epsilon_low, 1 + epsilon_high)
-    per_token_loss1 = coef_1 * advantages
-    per_token_loss2 = coef_2 * advantages
-    per_token_loss = -torch.min(per_token_loss1, per_token_loss2)
-    if beta != 0.0:
-        per_token_loss = per_token_loss + beta * per_token_kl
-
-    if loss_type == "grpo":
-        loss = ((per_token_loss * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)).mean()
-        loss = loss / current_gradient_accumulation_steps
-    elif loss_type == "bnpo":
-        loss = (per_token_loss * mask).sum() / mask.sum().clamp(min=1.0)
-        loss = loss / current_gradient_accumulation_steps
-    elif loss_type == "dr_grpo":
-        loss = (per_token_loss * mask).sum() / (per_token_loss.size(0) * max_completion_length)
-        loss = loss / current_gradient_accumulation_steps
-    elif loss_type == "dapo":
-        normalizer = num_items_in_batch.clamp(min=1.0) / 1  # accelerator.num_processes
-        loss = (per_token_loss * mask).sum() / normalizer
-
-    def masked_seq_mean(x):
-        if x.shape[1] == 1:
-            return x.squeeze(1)
-        return (x * mask).sum(-1) / mask.sum(-1)
-
-    def global_masked_mean(x):
-        if x.shape[1] == 1:
-            local_sum, local_count = x.sum(), torch.tensor(float(x.shape[0]))
-        else:
-            local_sum, local_count = (x * mask).sum(), mask.sum().double()
-        totals = torch.stack([local_sum, local_count])
-        return (totals[0] / totals[1].clamp(min=1.0)).item()
-
-    metrics = {}
-    if beta != 0.0:
-        metrics["kl"] = global_masked_mean(per_token_kl)
-    is_low_clipped = (coef_1 < 1 - epsilon_low) & (advantages < 0)
-    is_high_clipped = (coef_1 > 1 + epsilon_high) & (advantages > 0)
-    is_region_clipped = is_low_clipped | is_high_clipped
-    metrics["clip_ratio/low_mean"] = global_masked_mean(is_low_clipped.double())
-    metrics["clip_ratio/high_mean"] = global_masked_mean(is_high_clipped.double())
-    metrics["clip_ratio/region_mean"] = global_masked_mean(is_region_clipped.double())
-    metrics["clip_ratio/low_min"] = nanmin(masked_seq_mean(is_low_clipped.double())).item()
-    metrics["clip_ratio/high_max"] = nanmax(masked_seq_mean(is_high_clipped.double())).item()
-    return loss, metrics
-
-
-def jnum(x):
+def jnum(x: float) -> float | str:
     """JSON has no NaN: write it as the string "NaN"."""
     if isinstance(x, float) and math.isnan(x):
         return "NaN"
     return x
 
 
-def loss_cases():
+def make_trainer(num_generations: int, batch: int) -> GRPOTrainer:
+    """A GRPOTrainer on a tiny random Qwen2 whose one reward function returns each row's "r" column."""
+    tok = AutoTokenizer.from_pretrained(str(REPO / "tokenizer/small/qwen2.5-2048"))
+    torch.manual_seed(0)
+    model = Qwen2ForCausalLM(Qwen2Config(
+        hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
+        vocab_size=len(tok), max_position_embeddings=64, tie_word_embeddings=True,
+        pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id))
+
+    def given(completions: list[Any], r: list[float], **_: Any) -> list[float | None]:
+        return [None if math.isnan(x) else x for x in r]
+
+    args = GRPOConfig(output_dir=tempfile.mkdtemp(), per_device_train_batch_size=batch, num_generations=num_generations,
+                      max_completion_length=4, report_to=[], use_cpu=True, save_strategy="no", seed=0)
+    ds = Dataset.from_list([{"prompt": "hi", "r": 0.0}] * batch)
+    trainer = GRPOTrainer(model=model, reward_funcs=[given], args=args, train_dataset=ds, processing_class=tok)
+    trainer.model.train()
+    return trainer
+
+
+def loss_cases(trainer: GRPOTrainer) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     gen = torch.Generator().manual_seed(1234)
+    torch.set_default_dtype(torch.float64)
     B, T = 6, 7
     logp = -torch.rand(B, T, generator=gen) * 3.0 - 0.05
     ref = logp + torch.randn(B, T, generator=gen) * 0.2
@@ -186,41 +86,66 @@ def loss_cases():
         log_r[b] = row - mean + seq_target[b]
     old = logp - log_r
     num_items_in_batch = mask.sum() * 2 + 3  # the generation batch holds other micro-batches too
+    entropies = torch.rand(B, T, generator=gen)
+    torch.set_default_dtype(torch.float32)
+
+    current: dict[str, torch.Tensor] = {}
+    # The per-token log-probs come from the prepared tensor instead of a forward pass; everything after is TRL's.
+    trainer._get_per_token_logps_and_entropies = lambda *a, **k: (current["logp"], entropies, None)
 
     cases = []
     for loss_type in ["grpo", "bnpo", "dr_grpo", "dapo"]:
         for level in ["token", "sequence"]:
-            for beta in [0.0, 0.04]:
+            for beta, bias_correction in [(0.0, True), (0.04, True), (0.04, False)]:
                 for eps, eps_high in [(0.2, 0.2), (0.2, 0.28)]:
-                    for ga, use_old in [(1, True), (4, True), (2, False)]:
+                    for ga, spg, use_old in [(1, 1, True), (4, 4, True), (2, 2, False), (2, 4, True)]:
                         if not use_old and (beta != 0.0 or eps_high != 0.2):
                             continue
-                        cfg = dict(loss_type=loss_type, importance_sampling_level=level, beta=beta,
-                                   epsilon=eps, epsilon_high=eps_high, gradient_accumulation_steps=ga,
-                                   max_completion_length=9)
-                        lp = logp.clone().requires_grad_(True)
-                        loss, metrics = compute_loss(cfg, lp, old if use_old else None, ref, mask, adv,
-                                                     num_items_in_batch)
+                        if not bias_correction and (ga != 1 or eps_high != 0.2):
+                            continue
+                        if spg != ga and (loss_type != "dapo" or beta != 0.0):
+                            continue  # steps_per_generation enters only dapo's normaliser
+                        trainer.loss_type, trainer.importance_sampling_level, trainer.beta = loss_type, level, beta
+                        trainer.epsilon_low, trainer.epsilon_high = eps, eps_high
+                        trainer.current_gradient_accumulation_steps = ga
+                        trainer.args.steps_per_generation = spg
+                        trainer.max_completion_length = 9
+                        trainer.args.use_bias_correction_kl = bias_correction
+                        trainer._metrics["train"].clear()
+                        current["logp"] = logp.clone().requires_grad_(True)
+                        inputs = {
+                            "prompt_ids": torch.zeros(B, 1, dtype=torch.long),
+                            "prompt_mask": torch.ones(B, 1, dtype=torch.long),
+                            "completion_ids": torch.zeros(B, T, dtype=torch.long),
+                            "completion_mask": mask,
+                            "advantages": adv,
+                            "ref_per_token_logps": ref,
+                            "num_items_in_batch": num_items_in_batch,
+                        }
+                        if use_old:
+                            inputs["old_per_token_logps"] = old
+                        loss = trainer._compute_loss(trainer.model, inputs)
                         loss.backward()
-                        name = f"{loss_type}/{level}/beta={beta}/eps={eps},{eps_high}/ga={ga}/old={use_old}"
+                        metrics = {k: v[-1] for k, v in trainer._metrics["train"].items() if k != "entropy"}
+                        cfg = dict(loss_type=loss_type, importance_sampling_level=level, beta=beta, epsilon=eps,
+                                   epsilon_high=eps_high, gradient_accumulation_steps=ga, steps_per_generation=spg,
+                                   max_completion_length=9, use_bias_correction_kl=bias_correction)
                         cases.append({
-                            "name": name,
-                            "config": cfg,
-                            "use_old": use_old,
-                            "loss": loss.item(),
-                            "grad": lp.grad.tolist(),
-                            "metrics": {k: jnum(v) for k, v in metrics.items()},
+                            "name": f"{loss_type}/{level}/beta={beta}/bc={bias_correction}/eps={eps},{eps_high}/ga={ga}"
+                                    f"/spg={spg}/old={use_old}",
+                            "config": cfg, "use_old": use_old, "loss": loss.item(),
+                            "grad": current["logp"].grad.tolist(),
+                            "metrics": {k: jnum(float(v)) for k, v in metrics.items()},
                         })
-    inputs = {
+    inputs_json = {
         "logp": logp.tolist(), "old_logp": old.tolist(), "ref_logp": ref.tolist(), "mask": mask.tolist(),
         "advantages": adv.tolist(), "num_items_in_batch": num_items_in_batch.item(),
     }
-    return inputs, cases
+    return inputs_json, cases
 
 
-def advantage_cases():
+def advantage_cases() -> list[dict[str, Any]]:
     gen = torch.Generator().manual_seed(99)
-    out = []
     rewards_sets = {
         # 3 groups of 4: mixed, all equal (zero std), mixed with negatives
         "mixed": ([0.0, 1.0, 0.3, 0.6, 1.0, 1.0, 1.0, 1.0, -0.5, 0.1, 1.0, 0.1], 4),
@@ -228,47 +153,31 @@ def advantage_cases():
         "with_nan": ([0.7, float("nan"), 0.1, 0.7, float("nan"), float("nan"), float("nan"), 0.4], 4),
         "pairs": ([1.0, 0.0, 0.5, 0.5, 0.2, 0.9], 2),
     }
+    out = []
     for name, (rewards, g) in rewards_sets.items():
+        trainer = make_trainer(g, len(rewards))
         for scale in ["group", "batch", "none"]:
-            res = advantages(torch.tensor(rewards), g, scale)
+            trainer.scale_rewards = scale
+            trainer._metrics["train"].clear()
+            res = trainer._generate_and_score_completions([{"prompt": "hi", "r": r} for r in rewards])
+            m = trainer._metrics["train"]
             out.append({
                 "name": f"{name}/{scale}", "rewards": [jnum(r) for r in rewards], "num_generations": g,
-                "scale_rewards": scale,
-                **{k: ([jnum(x) for x in v] if isinstance(v, list) else jnum(v)) for k, v in res.items()},
+                "scale_rewards": scale, "advantages": [jnum(float(a)) for a in res["advantages"].tolist()],
+                "frac_reward_zero_std": jnum(m["frac_reward_zero_std"][-1]), "reward": jnum(m["reward"][-1]),
+                "reward_std": jnum(m["reward_std"][-1]),
             })
     return out
 
 
-# ---------------------------------------------------------------- schedules (transformers.optimization)
-def lr_lambda(kind, num_warmup_steps, num_training_steps):
-    def linear(current_step):
-        if current_step < num_warmup_steps:
-            return float(current_step) / float(max(1, num_warmup_steps))
-        return max(0.0, float(num_training_steps - current_step) / float(max(1, num_training_steps - num_warmup_steps)))
-
-    def cosine(current_step, num_cycles=0.5):
-        if current_step < num_warmup_steps:
-            return float(current_step) / float(max(1, num_warmup_steps))
-        progress = float(current_step - num_warmup_steps) / float(max(1, num_training_steps - num_warmup_steps))
-        return max(0.0, 0.5 * (1.0 + math.cos(math.pi * float(num_cycles) * 2.0 * progress)))
-
-    def constant_with_warmup(current_step):
-        if current_step < num_warmup_steps:
-            return float(current_step) / float(max(1.0, num_warmup_steps))
-        return 1.0
-
-    return {"linear": linear, "cosine": cosine, "constant": lambda _: 1.0,
-            "constant_with_warmup": constant_with_warmup}[kind]
-
-
-def schedule_cases():
+def schedule_cases() -> list[dict[str, Any]]:
     out = []
     for kind in ["linear", "cosine", "constant", "constant_with_warmup"]:
         for total, warmup_ratio in [(20, 0.1), (7, 0.0), (13, 0.25)]:
             warmup = math.ceil(total * warmup_ratio)  # TrainingArguments.get_warmup_steps
             p = torch.nn.Parameter(torch.zeros(1))
             opt = torch.optim.AdamW([p], lr=3e-4)
-            sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(kind, warmup, total))
+            sched = get_scheduler(kind, opt, num_warmup_steps=warmup, num_training_steps=total)
             lrs = []
             for _ in range(total + 1):
                 lrs.append(opt.param_groups[0]["lr"])
@@ -278,12 +187,12 @@ def schedule_cases():
     return out
 
 
-def optimizer_cases():
+def optimizer_cases() -> dict[str, Any]:
     gen = torch.Generator().manual_seed(7)
     shapes = [(3, 4), (5,), (2,)]
-    p0 = [torch.randn(*s, generator=gen) for s in shapes]
+    p0 = [torch.randn(*s, generator=gen, dtype=torch.float64) for s in shapes]
     steps = 6
-    grads = [[torch.randn(*s, generator=gen) * 3 for s in shapes] for _ in range(steps)]
+    grads = [[torch.randn(*s, generator=gen, dtype=torch.float64) * 3 for s in shapes] for _ in range(steps)]
     lrs = [1e-3 * (i + 1) / steps for i in range(steps)]
     max_norm = 1.0
     params = [torch.nn.Parameter(p.clone()) for p in p0]
@@ -309,20 +218,19 @@ def optimizer_cases():
     }
 
 
-def main():
-    inputs, cases = loss_cases()
+def main() -> None:
+    inputs, cases = loss_cases(make_trainer(2, 2))
     golden = {
-        "source": "huggingface/trl f2cd57710ae345ea6428ae95363267fcf38a3dc8 trl/trainer/grpo_trainer.py; torch " + torch.__version__,
+        "source": f"trl {trl.__version__} GRPOTrainer._compute_loss and _generate_and_score_completions; "
+                  f"transformers {transformers.__version__} get_scheduler; torch {torch.__version__} AdamW",
         "loss_inputs": inputs,
         "loss_cases": cases,
         "advantage_cases": advantage_cases(),
         "schedule_cases": schedule_cases(),
         "adamw": optimizer_cases(),
     }
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden.json")
-    with open(path, "w") as f:
-        json.dump(golden, f, indent=1)
-        f.write("\n")
+    path = HERE / "golden.json"
+    path.write_text(json.dumps(golden, indent=1) + "\n")
     print(f"wrote {path}: {len(cases)} loss cases, {len(golden['advantage_cases'])} advantage cases")
 
 

@@ -1,0 +1,56 @@
+package grpo
+
+import (
+	"os"
+	"testing"
+
+	"github.com/mcprl/mcprl/chat"
+	"github.com/mcprl/mcprl/model"
+)
+
+// BenchmarkGRPOStep times one optimizer step of the trainer's own graphs (forward, backward, clipping and
+// AdamW) on a batch of 8 sequences of 256 tokens whose last 128 are the sampled completion (loss mask 1): the
+// mcprl half of scripts/bench-vs-trl.sh, which times TRL's step on the same model and batch. The model is
+// $MCPRL_BENCH_MODEL (a model directory) or the default tiny Qwen2 over 2,048 ids.
+func BenchmarkGRPOStep(b *testing.B) {
+	const batch, prompt, completion = 8, 128, 128
+	var m *model.Model
+	var err error
+	if dir := os.Getenv("MCPRL_BENCH_MODEL"); dir != "" {
+		m, err = model.Load(testBackend(), dir)
+	} else {
+		m, err = model.New(testBackend(), model.TinyConfig(2048, 1, 2), 1)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := Default()
+	cfg.PerDeviceTrainBatchSize, cfg.GradientAccumulationSteps, cfg.NumGenerations = batch, 1, batch
+	cfg.LossType, cfg.LearningRate, cfg.MaxCompletionLength = LossDAPO, 1e-5, completion
+	cfg.VLLMImportanceSamplingCorrection = false // sampled by the policy itself: no correction, as in TRL without vLLM
+	t := &Trainer{Config: &cfg, Model: m}
+	if err := t.compile(); err != nil {
+		b.Fatal(err)
+	}
+	gen := &generation{length: prompt + completion, numItems: batch * completion}
+	v := m.Config.VocabSize
+	for i := range batch {
+		tr := &chat.Trajectory{}
+		for j := range prompt + completion {
+			tr.Tokens = append(tr.Tokens, int32((i*131+j*17)%v))
+			tr.Mask = append(tr.Mask, uint8(min(1, j/prompt)))
+		}
+		gen.trajs = append(gen.trajs, tr)
+		gen.advantages = append(gen.advantages, float64(1-2*(i%2)))
+	}
+	step := func() {
+		if _, _, _, err := t.optimizerStep(gen, 0, 1e-5); err != nil {
+			b.Fatal(err)
+		}
+	}
+	step() // compile
+	b.ResetTimer()
+	for range b.N {
+		step()
+	}
+}
