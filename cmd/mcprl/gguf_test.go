@@ -117,8 +117,11 @@ func TestPretrainedGRPOTiny(t *testing.T) {
 }
 
 // TestPretrainedGRPOSmolLM2 runs it on SmolLM2-135M-Instruct ($MCPRL_SMOLLM2_GGUF, set by scripts/test-setup.sh):
-// two GRPO steps of two trajectories.
+// two SFT and two GRPO steps of two trajectories. Minutes of CPU: only with MCPRL_LONG_TESTS=1.
 func TestPretrainedGRPOSmolLM2(t *testing.T) {
+	if os.Getenv("MCPRL_LONG_TESTS") != "1" {
+		t.Skip("MCPRL_LONG_TESTS=1 runs GRPO steps on SmolLM2-135M")
+	}
 	path := os.Getenv("MCPRL_SMOLLM2_GGUF")
 	if path == "" {
 		if os.Getenv("CI") == "true" {
