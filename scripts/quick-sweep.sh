@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Runs the README's main job four times and prints how each run learned:
+# examples/customers/quick.yaml with seed 1, 2 and 3 on the default matmul engine (OpenBLAS when it is
+# installed), and seed 1 on the Go kernels ($MCPRL_OPENBLAS=off), one after the other, each in
+# runs/quick-sweep/seed-S-ENGINE/. For each run: the mean `reward` of its first and last 5 logged steps,
+# its lowest step after step 5, and its wall time. A run passes when its last 5 steps average >= 0.90 and
+# no step after step 5 falls more than 0.15 below its first 5 steps' mean; the script exits 1 if one fails.
+#
+#   bash scripts/quick-sweep.sh            # SEEDS="1 2 3" by default; SEEDS="4 5" for others
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=runs/quick-sweep
+mkdir -p "$out"
+go build -o "$out/mcprl" ./cmd/mcprl
+
+# summary FILE: "first5 last5 lowest-after-5" from a metrics.jsonl.
+summary() {
+  grep -o '"reward":[-0-9.eE+]*' "$1" | cut -d: -f2 | awk '
+    { r[NR] = $1 }
+    END {
+      if (NR < 10) { print "nan nan nan"; exit }
+      for (i = 1; i <= 5; i++) { f += r[i]; l += r[NR - 5 + i] }
+      low = r[6]; for (i = 6; i <= NR; i++) if (r[i] < low) low = r[i]
+      printf "%.3f %.3f %.3f\n", f / 5, l / 5, low
+    }'
+}
+
+rows=()
+run() { # seed engine
+  local seed=$1 engine=$2 dir="$out/seed-$1-$2"
+  sed "s/^seed: .*/seed: $seed/" examples/customers/quick.yaml > "$out/seed-$seed.yaml"
+  rm -rf "$dir"
+  local env=()
+  [ "$engine" = go ] && env=(MCPRL_OPENBLAS=off)
+  local t0 t1
+  t0=$(date +%s.%N)
+  env "${env[@]}" "$out/mcprl" train --config "$out/seed-$seed.yaml" --output-dir "$dir" > "$dir.log" 2>&1 ||
+    { echo "seed $seed ($engine) failed; see $dir.log" >&2; tail -5 "$dir.log" >&2; exit 1; }
+  t1=$(date +%s.%N)
+  local engine_name
+  engine_name=$(sed -n 's/^matmul: \([^ ;]*\).*/\1/p' "$dir.log" | head -1 | sed 's/^simplego$/Go-kernels/')
+  rows+=("$seed $engine_name $(summary "$dir/metrics.jsonl") $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", b - a }')")
+}
+
+for s in ${SEEDS:-1 2 3}; do run "$s" default; done
+run "$(echo "${SEEDS:-1 2 3}" | awk '{print $1}')" go
+
+fail=0
+printf '| seed | matmul | reward, first 5 steps | last 5 steps | lowest step after step 5 | wall time | |\n'
+printf '|---|---|---|---|---|---|---|\n'
+for row in "${rows[@]}"; do
+  read -r seed engine first last low wall <<< "$row"
+  verdict=$(awk -v f="$first" -v l="$last" -v w="$low" 'BEGIN { print (l >= 0.90 && w >= f - 0.15) ? "pass" : "FAIL" }')
+  [ "$verdict" = pass ] || fail=1
+  printf '| %s | %s | %s | %s | %s | %s s | %s |\n' "$seed" "$engine" "$first" "$last" "$low" "$wall" "$verdict"
+done
+exit "$fail"
