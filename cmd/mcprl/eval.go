@@ -87,6 +87,7 @@ Examples:
 	fl.IntVar(&ef.iters, "max-tool-calling-iterations", 4, "rounds of tool execution per trajectory")
 	fl.IntVar(&ef.batch, "batch-size", 32, "trajectories sampled together (whole tasks); results depend on it")
 	fl.BoolVar(&ef.golden, "golden", false, "replay each task's golden trajectory instead of sampling the model")
+	fl.BoolVar(&flags.skipBadTasks, "skip-bad-tasks", false, "skip bad lines of the tasks file (listed and counted) instead of failing")
 	return cmd
 }
 
@@ -146,9 +147,9 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags) error {
 	)
 	switch {
 	case ef.golden && flags.model == "":
-		ws, err = loadTasksOnly(ctx, cfg.Tasks, cfg.Fixtures, cfg.DSN, stderr)
+		ws, err = loadTasksOnly(ctx, cfg.Tasks, cfg.Fixtures, cfg.DSN, flags.skipBadTasks, stderr)
 	default:
-		ws, err = load(ctx, cfg.Model, cfg.Tasks, cfg.Fixtures, cfg.DSN, stderr)
+		ws, err = load(ctx, cfg.Model, cfg.Tasks, cfg.Fixtures, cfg.DSN, flags.skipBadTasks, stderr)
 	}
 	if err != nil {
 		return err
@@ -244,7 +245,7 @@ func saveEval(dir string, res []*eval.Sample, rep *eval.Report) error {
 // loadTasksOnly is load without a model: the embedded small tokenizer (its
 // chat template is Qwen2.5's), the tasks and a sandbox factory per fixture.
 // It serves --golden, where no model samples.
-func loadTasksOnly(ctx context.Context, tasksPath, fixturesDir, dsn string, warn io.Writer) (*workspace, error) {
+func loadTasksOnly(ctx context.Context, tasksPath, fixturesDir, dsn string, skipBad bool, warn io.Writer) (*workspace, error) {
 	w := &workspace{factories: map[string]*sandbox.Factory{}}
 	var err error
 	if w.tok, err = tokenizer.Small(); err != nil {
@@ -256,7 +257,7 @@ func loadTasksOnly(ctx context.Context, tasksPath, fixturesDir, dsn string, warn
 	if fixturesDir == "" {
 		return nil, errors.New("--fixtures is required")
 	}
-	if err := w.loadTasks(ctx, tasksPath, fixturesDir, dsn, warn); err != nil {
+	if err := w.loadTasks(ctx, tasksPath, fixturesDir, dsn, skipBad, warn); err != nil {
 		return nil, err
 	}
 	return w, nil

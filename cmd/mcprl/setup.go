@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -19,6 +22,7 @@ import (
 type runFlags struct {
 	config, model, tasks, fixtures, outputDir, dsn string
 	maxSteps                                       int
+	skipBadTasks                                   bool
 }
 
 func (f *runFlags) register(cmd *cobra.Command) {
@@ -30,6 +34,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.outputDir, "output-dir", "", "where checkpoints, metrics.jsonl and final/ go (overrides output_dir)")
 	fl.StringVar(&f.dsn, "dsn", "", "PostgreSQL DSN for the sandboxes' databases (default: the config's dsn, else embedded SQLite)")
 	fl.IntVar(&f.maxSteps, "max-steps", 0, "optimizer steps to run (overrides max_steps when > 0)")
+	fl.BoolVar(&f.skipBadTasks, "skip-bad-tasks", false, "skip bad lines of the tasks file (listed, counted and written to skipped_tasks.txt in the output dir) instead of failing")
 }
 
 // loadConfig reads the config and applies the flags over it.
@@ -69,7 +74,39 @@ type workspace struct {
 	tok       *tokenizer.Tokenizer
 	tpl       *tokenizer.Template
 	tasks     []task.Task
+	skipped   []*task.LineError // bad task lines skipped under --skip-bad-tasks
 	factories map[string]*sandbox.Factory
+}
+
+// skippedTasksFile lists, in a run's output dir, the task lines that
+// --skip-bad-tasks skipped.
+const skippedTasksFile = "skipped_tasks.txt"
+
+// logSkipped writes the skipped task lines to outputDir/skipped_tasks.txt
+// (nothing when none were skipped).
+func (w *workspace) logSkipped(outputDir string) error {
+	if len(w.skipped) == 0 || outputDir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(outputDir, 0o755); err != nil {
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d bad task line(s) skipped (--skip-bad-tasks), %d task(s) used:\n", len(w.skipped), len(w.tasks))
+	for _, le := range w.skipped {
+		b.WriteString(le.Error() + "\n")
+	}
+	return os.WriteFile(filepath.Join(outputDir, skippedTasksFile), []byte(b.String()), 0o644)
+}
+
+// badTasksError lists every bad line of a tasks file.
+func badTasksError(path string, se *task.SkipError) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d bad line(s) (fix them, or give --skip-bad-tasks to use the %d good task(s)):", path, len(se.Skipped), se.Loaded)
+	for _, le := range se.Skipped {
+		b.WriteString("\n  " + le.Error())
+	}
+	return errors.New(b.String())
 }
 
 func (w *workspace) Close() {
@@ -79,9 +116,9 @@ func (w *workspace) Close() {
 }
 
 // load opens modelDir (weights and tokenizer files), the tasks with their
-// fixtures, and starts a sandbox factory per fixture. Bad task lines are
-// reported to warn and skipped.
-func load(ctx context.Context, modelDir, tasksPath, fixturesDir, dsn string, warn io.Writer) (*workspace, error) {
+// fixtures, and starts a sandbox factory per fixture. Bad task lines fail
+// the load, all listed; with skipBad they are reported to warn and skipped.
+func load(ctx context.Context, modelDir, tasksPath, fixturesDir, dsn string, skipBad bool, warn io.Writer) (*workspace, error) {
 	if modelDir == "" {
 		return nil, errors.New("no model: set model in the config or pass --model")
 	}
@@ -100,15 +137,16 @@ func load(ctx context.Context, modelDir, tasksPath, fixturesDir, dsn string, war
 	if w.tpl, err = w.tok.Template(); err != nil {
 		return nil, fmt.Errorf("model %s: %w", modelDir, err)
 	}
-	if err := w.loadTasks(ctx, tasksPath, fixturesDir, dsn, warn); err != nil {
+	if err := w.loadTasks(ctx, tasksPath, fixturesDir, dsn, skipBad, warn); err != nil {
 		return nil, err
 	}
 	return w, nil
 }
 
 // loadTasks reads the tasks with their fixtures and starts a sandbox factory
-// per fixture the tasks use. Bad task lines are reported to warn and skipped.
-func (w *workspace) loadTasks(ctx context.Context, tasksPath, fixturesDir, dsn string, warn io.Writer) error {
+// per fixture the tasks use. Bad task lines fail it, every one listed; with
+// skipBad they are counted to warn and skipped (w.skipped).
+func (w *workspace) loadTasks(ctx context.Context, tasksPath, fixturesDir, dsn string, skipBad bool, warn io.Writer) error {
 	if tasksPath == "" || fixturesDir == "" {
 		return errors.New("set tasks and fixtures in the config or pass --tasks and --fixtures")
 	}
@@ -119,7 +157,11 @@ func (w *workspace) loadTasks(ctx context.Context, tasksPath, fixturesDir, dsn s
 	w.tasks, err = task.Load(tasksPath, task.LoadOptions{Fixtures: fixtures, SkipBad: true})
 	var skip *task.SkipError
 	if errors.As(err, &skip) {
-		fmt.Fprintf(warn, "warning: %v\n", err)
+		if !skipBad {
+			return badTasksError(tasksPath, skip)
+		}
+		w.skipped = skip.Skipped
+		fmt.Fprintf(warn, "warning: --skip-bad-tasks: %v\n", err)
 	} else if err != nil {
 		return err
 	}

@@ -28,13 +28,16 @@ writes metrics.jsonl and final/ to output_dir in the same format as train.`,
 			if err != nil {
 				return err
 			}
-			ws, err := load(ctx, cfg.Model, cfg.Tasks, cfg.Fixtures, cfg.DSN, stderr)
+			ws, err := load(ctx, cfg.Model, cfg.Tasks, cfg.Fixtures, cfg.DSN, flags.skipBadTasks, stderr)
 			if err != nil {
 				return err
 			}
 			defer ws.Close()
 			if err := ws.usePeft(cfg, stderr); err != nil {
 				return fmt.Errorf("%s: %w", flags.config, err)
+			}
+			if err := ws.logSkipped(cfg.OutputDir); err != nil {
+				return err
 			}
 			jobs := make([]rollout.Job, len(ws.tasks))
 			for i := range ws.tasks {

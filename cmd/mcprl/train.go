@@ -43,13 +43,16 @@ With --resume it continues from the newest complete checkpoint in output_dir as 
 					modelDir = ckpt
 				}
 			}
-			ws, err := load(ctx, modelDir, cfg.Tasks, cfg.Fixtures, cfg.DSN, stderr)
+			ws, err := load(ctx, modelDir, cfg.Tasks, cfg.Fixtures, cfg.DSN, flags.skipBadTasks, stderr)
 			if err != nil {
 				return err
 			}
 			defer ws.Close()
 			if err := ws.usePeft(cfg, stderr); err != nil {
 				return fmt.Errorf("%s: %w", flags.config, err)
+			}
+			if err := ws.logSkipped(cfg.OutputDir); err != nil {
+				return err
 			}
 			reg := reward.NewRegistry()
 			var rewards []reward.Func

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// badTasksFile writes the example tasks with two bad lines among them: a
+// fixture name with a typo and a line that is not JSON.
+func badTasksFile(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile("../../examples/customers/quick_tasks.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	lines[1] = strings.Replace(lines[1], `"fixture": "customers"`, `"fixture": "customer"`, 1)
+	if !strings.Contains(lines[1], `"customer"`) {
+		t.Fatalf("line 2 names no customers fixture: %s", lines[1])
+	}
+	lines = append(lines[:3], append([]string{`{"task": "unterminated`}, lines[3:]...)...)
+	path := filepath.Join(t.TempDir(), "tasks.jsonl")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func runCmd(args ...string) (stdout, stderr string, err error) {
+	var out, errOut bytes.Buffer
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	err = root.ExecuteContext(context.Background())
+	return out.String(), errOut.String(), err
+}
+
+// Bad task lines fail a run, every one listed; --skip-bad-tasks skips them,
+// prints the count and, for train, writes them to the run folder.
+func TestBadTaskLines(t *testing.T) {
+	tasks := badTasksFile(t)
+	_, _, err := runCmd("eval", "--golden", "--tasks", tasks, "--fixtures", fixturesRoot)
+	if err == nil {
+		t.Fatal("eval on a tasks file with bad lines succeeded")
+	}
+	for _, want := range []string{tasks + ":2: field fixture", tasks + ":4:", "2 bad line(s)", "--skip-bad-tasks"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+	_, stderr, err := runCmd("eval", "--golden", "--tasks", tasks, "--fixtures", fixturesRoot, "--skip-bad-tasks")
+	if err != nil || !strings.Contains(stderr, "2 bad line(s) skipped") {
+		t.Errorf("eval --skip-bad-tasks: %v\n%s", err, stderr)
+	}
+
+	out := filepath.Join(t.TempDir(), "run")
+	_, _, err = runCmd("train", "--config", trainConfig(t, 1), "--tasks", tasks, "--output-dir", out)
+	if err == nil || !strings.Contains(err.Error(), "2 bad line(s)") {
+		t.Fatalf("train on bad lines: %v", err)
+	}
+	_, stderr, err = runCmd("train", "--config", trainConfig(t, 1), "--tasks", tasks, "--output-dir", out, "--skip-bad-tasks")
+	if err != nil {
+		t.Fatalf("train --skip-bad-tasks: %v\n%s", err, stderr)
+	}
+	logged, err := os.ReadFile(filepath.Join(out, skippedTasksFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(logged), "2 bad task line(s) skipped") || !strings.Contains(string(logged), tasks+":2: field fixture") {
+		t.Errorf("%s:\n%s", skippedTasksFile, logged)
+	}
+}
