@@ -53,6 +53,13 @@ func MatmulEngine() string {
 	return fmt.Sprintf("OpenBLAS %s (one thread per call, calls split across %d cores)", lib.Path, runtime.GOMAXPROCS(0))
 }
 
+// OpenBLASMissing reports why the float32 matmuls of NewBackend's backends do not run on OpenBLAS
+// (not installed, or disabled by $MCPRL_OPENBLAS=off), or nil when they do.
+func OpenBLASMissing() error {
+	_, err := kernels.OpenBLAS()
+	return err
+}
+
 // ElementwiseEngine says what runs the float32 elementwise ops, reductions and transposes of NewBackend's
 // backends: internal/kernels' Go kernels (with AVX2 or scalar), or simplego's own executors and why.
 func ElementwiseEngine() string {

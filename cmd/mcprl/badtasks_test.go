@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mcprl/mcprl/model"
 )
 
 // badTasksFile writes the example tasks with two bad lines among them: a
@@ -73,5 +76,27 @@ func TestBadTaskLines(t *testing.T) {
 	}
 	if !strings.Contains(string(logged), "2 bad task line(s) skipped") || !strings.Contains(string(logged), tasks+":2: field fixture") {
 		t.Errorf("%s:\n%s", skippedTasksFile, logged)
+	}
+}
+
+// Without OpenBLAS a run says plainly that the Go kernel runs the matmuls
+// and how much slower that is.
+func TestSaysWhenGoKernelsRun(t *testing.T) {
+	bin := buildMcprl(t)
+	tasks := badTasksFile(t) // the run stops after loading the model
+	for _, off := range []bool{true, false} {
+		cmd := exec.Command(bin, "train", "--config", trainConfig(t, 1), "--tasks", tasks)
+		cmd.Env = append(os.Environ(), "MCPRL_OPENBLAS=")
+		if off {
+			cmd.Env = append(cmd.Env, "MCPRL_OPENBLAS=off")
+		}
+		out, _ := cmd.CombinedOutput()
+		said := strings.Contains(string(out), "run on the Go kernel, about 8x slower")
+		if off && !said {
+			t.Errorf("MCPRL_OPENBLAS=off: output does not say the Go kernel runs:\n%s", out)
+		}
+		if !off && said != (model.OpenBLASMissing() != nil) {
+			t.Errorf("OpenBLAS missing=%v, but the output says otherwise:\n%s", model.OpenBLASMissing(), out)
+		}
 	}
 }

@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -38,15 +40,40 @@ func inspectorBin(t *testing.T) string {
 	return p
 }
 
-// buildMcprl builds the mcprl binary into a temp dir.
+// testBinary is the mcprl binary the tests run, built once per test
+// process (a build takes minutes on a loaded machine).
+var testBinary struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
+// TestMain removes the test binary after the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if testBinary.dir != "" {
+		os.RemoveAll(testBinary.dir)
+	}
+	os.Exit(code)
+}
+
+// buildMcprl builds the mcprl binary (once) and returns its path.
 func buildMcprl(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "mcprl")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	testBinary.once.Do(func() {
+		if testBinary.dir, testBinary.err = os.MkdirTemp("", "mcprl-test-bin"); testBinary.err != nil {
+			return
+		}
+		testBinary.path = filepath.Join(testBinary.dir, "mcprl")
+		out, err := exec.Command("go", "build", "-o", testBinary.path, ".").CombinedOutput()
+		if err != nil {
+			testBinary.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if testBinary.err != nil {
+		t.Fatal(testBinary.err)
 	}
-	return bin
+	return testBinary.path
 }
 
 // inspect runs the Inspector CLI against target (a command line or URL)

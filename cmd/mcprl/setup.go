@@ -127,6 +127,10 @@ func load(ctx context.Context, modelDir, tasksPath, fixturesDir, dsn string, ski
 		return nil, err
 	}
 	fmt.Fprintf(warn, "matmul: %s; elementwise: %s\n", model.MatmulEngine(), model.ElementwiseEngine())
+	if err := model.OpenBLASMissing(); err != nil {
+		fmt.Fprintf(warn, "note: OpenBLAS is not in use (%v): the model's matmuls run on the Go kernel, about 8x slower "+
+			"(examples/customers/quick.yaml); bash scripts/install-openblas.sh installs it\n", err)
+	}
 	w := &workspace{modelDir: modelDir, factories: map[string]*sandbox.Factory{}}
 	if w.model, err = model.Load(backend, modelDir); err != nil {
 		return nil, err
