@@ -119,7 +119,7 @@ func (t *Trainer) Train(ctx context.Context, resume bool) error {
 	saveEvery := StepsEvery(cfg.SaveSteps, total)
 	window := NewLogWindow()
 	var gen *generation
-	start := time.Now()
+	start, firstStep := time.Now(), st.GlobalStep
 	for st.GlobalStep < total {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -146,8 +146,10 @@ func (t *Trainer) Train(ctx context.Context, resume bool) error {
 		st.GlobalStep++
 		st.Epoch = float64(st.GlobalStep) / float64(perEpoch)
 		if t.Progress != nil {
+			// The speed of the steps this process ran (a resumed run
+			// did not run the earlier ones).
 			fmt.Fprintf(t.Progress, "\rstep %d/%d  reward %.3f  loss %.4f  %.1fs/step ",
-				st.GlobalStep, total, gen.metrics["reward"], loss, time.Since(start).Seconds()/float64(st.GlobalStep))
+				st.GlobalStep, total, gen.metrics["reward"], loss, time.Since(start).Seconds()/float64(st.GlobalStep-firstStep))
 		}
 		if st.GlobalStep%logEvery == 0 || st.GlobalStep == total {
 			next, _ := cfg.LearningRateAt(st.GlobalStep, total)
@@ -169,7 +171,46 @@ func (t *Trainer) Train(ctx context.Context, resume bool) error {
 	if t.Progress != nil {
 		fmt.Fprintln(t.Progress)
 	}
-	return t.save(filepath.Join(cfg.OutputDir, "final"), st)
+	final := filepath.Join(cfg.OutputDir, "final")
+	if err := t.save(final, st); err != nil {
+		return err
+	}
+	if t.Progress != nil {
+		fmt.Fprintln(t.Progress, summary(st, firstStep, time.Since(start), final))
+	}
+	return nil
+}
+
+// number reads a logged value (float64, or int for step; nil for NaN),
+// as logged or as read back from trainer_state.json.
+func number(v any) float64 {
+	switch x := v.(type) {
+	case float64:
+		return x
+	case int:
+		return float64(x)
+	}
+	return math.NaN()
+}
+
+// summary is the line a run ends with: the steps this process ran and
+// their speed, the reward from the first to the last logged step, where
+// the model is.
+func summary(st *State, firstStep int, took time.Duration, final string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "done: %d steps", st.GlobalStep)
+	if ran := st.GlobalStep - firstStep; ran > 0 {
+		if firstStep > 0 {
+			fmt.Fprintf(&b, " (resumed at %d: this process ran steps %d-%d)", firstStep, firstStep+1, st.GlobalStep)
+		}
+		fmt.Fprintf(&b, " in %s, %.2f s/step", took.Round(time.Second), took.Seconds()/float64(ran))
+	}
+	if h := st.LogHistory; len(h) > 0 {
+		first, last := h[0], h[len(h)-1]
+		fmt.Fprintf(&b, "; reward %.3f at step %.0f -> %.3f at step %.0f", number(first["reward"]), number(first["step"]), number(last["reward"]), number(last["step"]))
+	}
+	fmt.Fprintf(&b, "; model in %s", final)
+	return b.String()
 }
 
 // scored is one trajectory with its score from each reward function.

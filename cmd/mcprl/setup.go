@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcprl/mcprl/grpo"
 	"github.com/mcprl/mcprl/model"
+	"github.com/mcprl/mcprl/rundir"
 	"github.com/mcprl/mcprl/sandbox"
 	"github.com/mcprl/mcprl/task"
 	"github.com/mcprl/mcprl/tokenizer"
@@ -22,7 +23,7 @@ import (
 type runFlags struct {
 	config, model, tasks, fixtures, outputDir, dsn string
 	maxSteps                                       int
-	skipBadTasks                                   bool
+	skipBadTasks, overwrite                        bool
 }
 
 func (f *runFlags) register(cmd *cobra.Command) {
@@ -34,6 +35,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.outputDir, "output-dir", "", "where checkpoints, metrics.jsonl and final/ go (overrides output_dir)")
 	fl.StringVar(&f.dsn, "dsn", "", "PostgreSQL DSN for the sandboxes' databases (default: the config's dsn, else embedded SQLite)")
 	fl.IntVar(&f.maxSteps, "max-steps", 0, "optimizer steps to run (overrides max_steps when > 0)")
+	fl.BoolVar(&f.overwrite, "overwrite_output_dir", false, "start over in an output dir that holds an earlier run's checkpoints, final/ and metrics.jsonl (they are deleted); TRL's name")
 	fl.BoolVar(&f.skipBadTasks, "skip-bad-tasks", false, "skip bad lines of the tasks file (listed, counted and written to skipped_tasks.txt in the output dir) instead of failing")
 }
 
@@ -64,6 +66,46 @@ func (f *runFlags) loadConfig(warn io.Writer) (*grpo.Config, error) {
 		fmt.Fprintf(warn, "note: %s: TRL option %s changes nothing in mcprl\n", f.config, k)
 	}
 	return cfg, nil
+}
+
+// claimOutputDir locks the run folder dir for this run (a second run on it
+// fails at once, naming the holder) and checks what an earlier run left
+// there. With resume it returns the checkpoint to resume from, and fails if
+// there is none. Without it, a folder holding an earlier run's outputs is
+// refused unless overwrite, which deletes them.
+func claimOutputDir(dir string, resume, overwrite bool) (_ *rundir.Lock, checkpoint string, _ error) {
+	if dir == "" {
+		return nil, "", errors.New("no output dir: set output_dir in the config or pass --output-dir")
+	}
+	if resume && overwrite {
+		return nil, "", errors.New("give --resume or --overwrite_output_dir, not both")
+	}
+	lock, err := rundir.Acquire(dir)
+	if err != nil {
+		return nil, "", err
+	}
+	prev, err := rundir.Previous(dir)
+	if err == nil && resume {
+		checkpoint, err = grpo.LatestCheckpoint(dir)
+		if err == nil && checkpoint == "" {
+			err = fmt.Errorf("--resume: output dir %s has no complete checkpoint to resume from", dir)
+			if len(prev) > 0 {
+				err = fmt.Errorf("%w (it holds %s)", err, strings.Join(prev, ", "))
+			}
+		}
+	}
+	if err == nil && !resume && len(prev) > 0 {
+		if overwrite {
+			err = rundir.Clear(dir)
+		} else {
+			err = fmt.Errorf("output dir %s holds an earlier run (%s): give --resume to continue it, --overwrite_output_dir to delete it and start over, or another --output-dir", dir, strings.Join(prev, ", "))
+		}
+	}
+	if err != nil {
+		lock.Release()
+		return nil, "", err
+	}
+	return lock, checkpoint, nil
 }
 
 // workspace is what a run loads once: the model and its tokenizer, the

@@ -28,6 +28,11 @@ writes metrics.jsonl and final/ to output_dir in the same format as train.`,
 			if err != nil {
 				return err
 			}
+			lock, _, err := claimOutputDir(cfg.OutputDir, false, flags.overwrite)
+			if err != nil {
+				return err
+			}
+			defer lock.Release()
 			ws, err := load(ctx, cfg.Model, cfg.Tasks, cfg.Fixtures, cfg.DSN, flags.skipBadTasks, stderr)
 			if err != nil {
 				return err

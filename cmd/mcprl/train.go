@@ -23,7 +23,9 @@ trajectories concurrently, each in its own sandbox fork, executes their tool cal
 with the configured rewards, and optimizes the policy relative to each group's mean reward.
 
 It writes metrics.jsonl (TRL's key names), checkpoint-STEP/ every save_steps and final/ to output_dir.
-With --resume it continues from the newest complete checkpoint in output_dir as if never stopped.`,
+With --resume it continues from the newest complete checkpoint in output_dir as if never stopped (and fails
+when there is none). One run at a time holds output_dir (run.lock names it); a fresh run refuses a folder
+that holds an earlier run's outputs unless --overwrite_output_dir deletes them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -32,16 +34,15 @@ With --resume it continues from the newest complete checkpoint in output_dir as 
 			if err != nil {
 				return err
 			}
+			lock, ckpt, err := claimOutputDir(cfg.OutputDir, resume, flags.overwrite)
+			if err != nil {
+				return err
+			}
+			defer lock.Release()
 			modelDir := cfg.Model
-			if resume {
-				ckpt, err := grpo.LatestCheckpoint(cfg.OutputDir)
-				if err != nil {
-					return err
-				}
-				if ckpt != "" {
-					fmt.Fprintf(stderr, "resuming from %s\n", ckpt)
-					modelDir = ckpt
-				}
+			if ckpt != "" {
+				fmt.Fprintf(stderr, "resuming from %s\n", ckpt)
+				modelDir = ckpt
 			}
 			ws, err := load(ctx, modelDir, cfg.Tasks, cfg.Fixtures, cfg.DSN, flags.skipBadTasks, stderr)
 			if err != nil {

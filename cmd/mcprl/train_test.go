@@ -77,8 +77,12 @@ func TestTrainResumeAfterKill(t *testing.T) {
 	cfg := trainConfig(t, steps)
 
 	whole := filepath.Join(t.TempDir(), "whole")
-	if out, err := exec.Command(bin, "train", "--config", cfg, "--output-dir", whole).CombinedOutput(); err != nil {
+	out, err := exec.Command(bin, "train", "--config", cfg, "--output-dir", whole).CombinedOutput()
+	if err != nil {
 		t.Fatalf("uninterrupted run: %v\n%s", err, out)
+	}
+	if !regexp.MustCompile(`done: 4 steps in \S+, [0-9.]+ s/step; reward [0-9.]+ at step 1 -> [0-9.]+ at step 4; model in `).Match(out) {
+		t.Errorf("the uninterrupted run's summary:\n%s", out)
 	}
 
 	killed := filepath.Join(t.TempDir(), "killed")
@@ -104,8 +108,13 @@ func TestTrainResumeAfterKill(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(killed, "final")); err == nil {
 		t.Fatal("the run finished before it was killed; the test proves nothing")
 	}
-	if out, err := exec.Command(bin, "train", "--config", cfg, "--output-dir", killed, "--resume").CombinedOutput(); err != nil {
+	out, err = exec.Command(bin, "train", "--config", cfg, "--output-dir", killed, "--resume").CombinedOutput()
+	if err != nil {
 		t.Fatalf("resumed run: %v\n%s", err, out)
+	}
+	// The summary (and s/step) count the steps this process ran.
+	if m := regexp.MustCompile(`done: 4 steps \(resumed at (\d): this process ran steps (\d)-4\)`).FindSubmatch(out); m == nil || m[1][0]+1 != m[2][0] {
+		t.Errorf("the resumed run's summary:\n%s", out)
 	}
 
 	want := metricsByStep(t, filepath.Join(whole, "metrics.jsonl"))

@@ -3,13 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcprl/mcprl/model"
+	"github.com/mcprl/mcprl/rundir"
 )
 
 // badTasksFile writes the example tasks with two bad lines among them: a
@@ -98,5 +101,59 @@ func TestSaysWhenGoKernelsRun(t *testing.T) {
 		if !off && said != (model.OpenBLASMissing() != nil) {
 			t.Errorf("OpenBLAS missing=%v, but the output says otherwise:\n%s", model.OpenBLASMissing(), out)
 		}
+	}
+}
+
+// TestRunFolderProtected: a second run on a held output dir fails at once
+// naming the holder; a fresh run refuses a folder with an earlier run's
+// checkpoints unless --overwrite_output_dir; --resume with nothing to
+// resume says so.
+func TestRunFolderProtected(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	cfg := trainConfig(t, 1)
+	lock, err := rundir.Acquire(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, _, err = runCmd("train", "--config", cfg, "--output-dir", out)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("in use by pid %d", os.Getpid())) {
+		t.Errorf("train on a held dir: %v, want the holder named", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("refusing a held dir took %s", d)
+	}
+	lock.Release()
+
+	_, _, err = runCmd("train", "--config", cfg, "--output-dir", out, "--resume")
+	if err == nil || !strings.Contains(err.Error(), "no complete checkpoint to resume from") {
+		t.Errorf("--resume on an empty dir: %v", err)
+	}
+
+	// An earlier run's outputs.
+	if err := os.MkdirAll(filepath.Join(out, "checkpoint-7"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(out, "metrics.jsonl"), []byte(`{"step": 7}`+"\n"), 0o644)
+	_, _, err = runCmd("train", "--config", cfg, "--output-dir", out)
+	if err == nil || !strings.Contains(err.Error(), "checkpoint-7") || !strings.Contains(err.Error(), "--overwrite_output_dir") {
+		t.Errorf("fresh run over checkpoints: %v", err)
+	}
+	_, _, err = runCmd("sft", "--config", cfg, "--output-dir", out)
+	if err == nil || !strings.Contains(err.Error(), "--overwrite_output_dir") {
+		t.Errorf("sft over checkpoints: %v", err)
+	}
+	_, _, err = runCmd("train", "--config", cfg, "--output-dir", out, "--resume")
+	if err == nil || !strings.Contains(err.Error(), "(it holds checkpoint-7, metrics.jsonl)") {
+		t.Errorf("--resume with an incomplete checkpoint: %v", err)
+	}
+	if _, stderr, err := runCmd("train", "--config", cfg, "--output-dir", out, "--overwrite_output_dir"); err != nil {
+		t.Fatalf("--overwrite_output_dir: %v\n%s", err, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(out, "checkpoint-7")); !os.IsNotExist(err) {
+		t.Errorf("checkpoint-7 left behind by --overwrite_output_dir: %v", err)
+	}
+	if m := metricsByStep(t, filepath.Join(out, "metrics.jsonl")); len(m) != 1 || m[1] == nil {
+		t.Errorf("metrics.jsonl after overwriting: %v", m)
 	}
 }
