@@ -68,6 +68,9 @@ type State struct {
 	// Rounds counts generation rounds so far (each seeds its sampling).
 	Rounds     int              `json:"generation_rounds"`
 	LogHistory []map[string]any `json:"log_history,omitempty"`
+	// Generation is how the policy was sampled in training, for whoever
+	// evaluates the checkpoint.
+	Generation *Generation `json:"generation,omitempty"`
 }
 
 // Train runs the whole schedule, or what is left of it when resume finds a
@@ -105,6 +108,11 @@ func (t *Trainer) Train(ctx context.Context, resume bool) error {
 			return err
 		}
 		st.MaxSteps = total
+	}
+	// The saved model folders carry the generation settings.
+	st.Generation = cfg.Sampling()
+	if t.Model.GenerationConfig, err = st.Generation.hfGenerationConfig(t.Model.GenerationConfig); err != nil {
+		return fmt.Errorf("grpo: %w", err)
 	}
 	metrics, err := OpenMetrics(filepath.Join(cfg.OutputDir, "metrics.jsonl"), st.GlobalStep)
 	if err != nil {

@@ -56,6 +56,8 @@ results, reward breakdown) to DIR/trajectories.jsonl, the summary to DIR/report.
 
 --golden replays each task's golden trajectory instead of sampling a model: the upper bound a careful agent
 reaches, and a check that a task set's assertions hold (without --model it uses the embedded small tokenizer).
+A model folder written by mcprl train (checkpoint-STEP/ or final/) carries the generation settings it was
+trained with (trainer_state.json's "generation"); eval samples with them unless flags or --config say otherwise.
 --config reads model, tasks, fixtures, dsn and the generation settings (max_prompt_length,
 max_completion_length, max_tool_calling_iterations, temperature, top_p, top_k, seed) from a train config;
 flags override it. Results are deterministic for a given seed and batch size.
@@ -110,6 +112,22 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags) error {
 		cfg.Model, cfg.Tasks, cfg.Fixtures, cfg.OutputDir, cfg.DSN = flags.model, flags.tasks, flags.fixtures, flags.outputDir, flags.dsn
 		cfg.MaxPromptLength, cfg.MaxCompletionLength = ef.maxPrompt, ef.maxCompletion
 		cfg.Temperature, cfg.TopP, cfg.TopK, cfg.Seed = ef.temperature, ef.topP, ef.topK, ef.seed
+		// A model GRPO trained samples as it was trained (the flags below
+		// still win).
+		if flags.model != "" && !ef.golden {
+			g, err := grpo.LoadGeneration(flags.model)
+			if err != nil {
+				return err
+			}
+			if g != nil {
+				cfg.Temperature, cfg.TopP, cfg.TopK = g.Temperature, g.TopP, g.TopK
+				cfg.MaxPromptLength, cfg.MaxCompletionLength = g.MaxPromptLength, g.MaxCompletionLength
+				if g.MaxToolCallingIterations != nil && !fl.Changed("max-tool-calling-iterations") {
+					iters = *g.MaxToolCallingIterations
+				}
+				fmt.Fprintf(stderr, "eval: generation settings from %s (as trained; flags override)\n", filepath.Join(flags.model, "trainer_state.json"))
+			}
+		}
 	}
 	// Flags given explicitly win over the config.
 	for name, apply := range map[string]func(){
@@ -126,6 +144,10 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags) error {
 	}
 	if flags.config != "" && !fl.Changed("output-dir") {
 		cfg.OutputDir = "" // a train config's output_dir is where training writes, not eval
+	}
+	if !ef.golden {
+		fmt.Fprintf(stderr, "eval: temperature %g, top_p %g, top_k %d, max_prompt_length %d, max_completion_length %d, max_tool_calling_iterations %d\n",
+			cfg.Temperature, cfg.TopP, cfg.TopK, cfg.MaxPromptLength, cfg.MaxCompletionLength, iters)
 	}
 	samples := ef.samples
 	if samples <= 0 {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -155,5 +156,35 @@ func TestRunFolderProtected(t *testing.T) {
 	}
 	if m := metricsByStep(t, filepath.Join(out, "metrics.jsonl")); len(m) != 1 || m[1] == nil {
 		t.Errorf("metrics.jsonl after overwriting: %v", m)
+	}
+}
+
+// A model folder that training wrote carries its generation settings, and
+// eval samples with them unless flags override.
+func TestEvalUsesTrainedGenerationSettings(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	if _, stderr, err := runCmd("train", "--config", trainConfig(t, 1), "--output-dir", out); err != nil {
+		t.Fatalf("train: %v\n%s", err, stderr)
+	}
+	final := filepath.Join(out, "final")
+	var gc map[string]any
+	data, err := os.ReadFile(filepath.Join(final, "generation_config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &gc); err != nil {
+		t.Fatal(err)
+	}
+	if gc["max_new_tokens"] != 48.0 || gc["temperature"] != 1.0 || gc["do_sample"] != true || gc["eos_token_id"] == nil {
+		t.Errorf("generation_config.json: %v", gc)
+	}
+	trained := "max_prompt_length 512, max_completion_length 48, max_tool_calling_iterations 1"
+	_, stderr, err := runCmd("eval", "--model", final, "--tasks", "../../examples/customers/quick_tasks.jsonl", "--fixtures", fixturesRoot, "--json")
+	if err != nil || !strings.Contains(stderr, trained) {
+		t.Errorf("eval of a trained model folder: %v; want %q in\n%s", err, trained, stderr)
+	}
+	_, stderr, err = runCmd("eval", "--model", final, "--tasks", "../../examples/customers/quick_tasks.jsonl", "--fixtures", fixturesRoot, "--json", "--max-completion-length", "40")
+	if err != nil || !strings.Contains(stderr, "max_completion_length 40, max_tool_calling_iterations 1") {
+		t.Errorf("eval with a flag over the trained settings: %v\n%s", err, stderr)
 	}
 }
