@@ -22,7 +22,7 @@ func TestZZDiag(t *testing.T) {
 	}
 	cfg.OutputDir = os.Getenv("DIAG_OUT")
 	ctx := context.Background()
-	ws, err := load(ctx, "../../"+cfg.Model, "../../"+cfg.Tasks, "../../"+cfg.Fixtures, "", os.Stderr)
+	ws, err := load(ctx, "../../"+cfg.Model, "../../"+cfg.Tasks, "../../"+cfg.Fixtures, "", false, os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
