@@ -1,0 +1,67 @@
+"""LoRA adapters that mcprl trains load in peft: PeftModel on the base gives the logits of mcprl's merged model.
+
+mcprl imports the tiny Llama GGUF of model/testdata, runs two SFT steps with a LoRA adapter (use_peft) on the
+user's task, and merges the adapter (`mcprl model merge`). peft then loads final/adapter (adapter_config.json,
+adapter_model.safetensors as mcprl wrote them) onto final/'s base weights, and transformers loads the merged
+directory: the two must give the same logits, so peft reads mcprl's files as mcprl means them.
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+import torch
+from peft import PeftModel
+from transformers import AutoModelForCausalLM
+
+from conftest import REPO, run_mcprl
+
+CONFIG = """model: {base}
+tasks: {repo}/examples/customers/quick_tasks.jsonl
+fixtures: {repo}/examples/fixtures
+rewards:
+  - name: seed
+use_peft: true
+lora_r: 4
+lora_alpha: 8
+lora_dropout: 0.0
+lora_target_modules: [q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj]
+output_dir: {out}
+learning_rate: 1.0e-2
+max_steps: 2
+per_device_train_batch_size: 2
+lr_scheduler_type: constant
+logging_steps: 1
+save_steps: 100
+seed: 5
+num_generations: 2
+max_prompt_length: 1024
+max_completion_length: 1024
+"""
+
+
+def test_mcprl_adapter_loads_in_peft(mcprl: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    base = tmp_path / "base"
+    run_mcprl(mcprl, "model", "import", "--from", str(REPO / "model/testdata/tiny-llama.gguf"), "--out", str(base),
+              "--chat-template", str(REPO / "examples/smollm2/chat_template.jinja"),
+              "--add-tokens", "<tool_call>,</tool_call>")
+    cfg = tmp_path / "sft.yaml"
+    cfg.write_text(CONFIG.format(base=base, repo=REPO, out=tmp_path / "sft"))
+    run_mcprl(mcprl, "sft", "--config", str(cfg))
+    final = tmp_path / "sft" / "final"
+    assert (final / "adapter" / "adapter_config.json").exists()
+    run_mcprl(mcprl, "model", "merge", "--model", str(final), "--out", str(tmp_path / "merged"))
+
+    tokens = torch.tensor([[5, 80, 17, 200, 3, 99, 140, 7, 61, 250]])
+    with torch.no_grad():
+        plain = AutoModelForCausalLM.from_pretrained(final, dtype=torch.float32, attn_implementation="eager")
+        base_logits = plain(input_ids=tokens).logits
+        peft = PeftModel.from_pretrained(plain, final / "adapter").eval()
+        peft_logits = peft(input_ids=tokens).logits
+        merged = AutoModelForCausalLM.from_pretrained(tmp_path / "merged", dtype=torch.float32,
+                                                      attn_implementation="eager").eval()
+        merged_logits = merged(input_ids=tokens).logits
+    moved = (peft_logits - base_logits).abs().max().item()
+    diff = (peft_logits - merged_logits).abs().max().item()
+    assert moved > 1e-3, f"the trained adapter changes nothing (max {moved})"
+    assert diff < 1e-4, f"peft with mcprl's adapter differs from mcprl's merged model by {diff}"
