@@ -330,10 +330,10 @@ func (s *Server) reap() {
 }
 
 // probe pings an idle WebSocket session's peer and frees the session when
-// no pong comes back within the idle timeout (10 s at most).
+// no pong comes back within the idle timeout (30 s at most).
 func (s *Server) probe(sess *session) {
 	defer sess.probing.Store(false)
-	ctx, cancel := context.WithTimeout(sess.ctx, min(s.opts.IdleTimeout, 10*time.Second))
+	ctx, cancel := context.WithTimeout(sess.ctx, min(s.opts.IdleTimeout, 30*time.Second))
 	defer cancel()
 	if err := sess.ping(ctx); err == nil {
 		sess.touch()

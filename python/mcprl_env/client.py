@@ -59,7 +59,12 @@ class Session:
 
     def _connect(self) -> ClientConnection:
         if self._ws is None:
-            self._ws = connect(_ws_url(self.url), open_timeout=self.timeout, max_size=64 * 1024 * 1024)
+            # Keepalive pings tell the server this session is alive while the trainer generates for minutes;
+            # no pong deadline here: a trainer busy on the GIL must not drop its own episodes (the server frees
+            # sessions whose peer stops answering its own pings).
+            self._ws = connect(
+                _ws_url(self.url), open_timeout=self.timeout, max_size=64 * 1024 * 1024, ping_interval=30, ping_timeout=None
+            )
         return self._ws
 
     def request(self, message: dict[str, Any]) -> dict[str, Any]:
