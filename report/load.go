@@ -298,10 +298,9 @@ func sampledSteps(comps []Completion) []SampledStep {
 			g = &Group{TaskID: c.TaskID, Category: c.Category, Prompt: clip(c.Prompt)}
 			groups[c.Group] = g
 		}
-		adv := c.Advantage
 		g.Trajectories = append(g.Trajectories, Trajectory{
 			Index: c.Index, Turns: clipTurns(c.Turns), Truncated: c.Truncated, Error: clip(c.Error),
-			Reward: c.Reward, Rewards: c.Rewards, Advantage: &adv,
+			Reward: c.Reward, Rewards: c.Rewards, Advantage: c.Advantage,
 		})
 	}
 	var steps []int

@@ -18,8 +18,9 @@ type Completion struct {
 	// Error is what ended the trajectory early.
 	Error string `json:"error,omitempty"`
 	// Rewards holds each reward function's score (null when undefined), Reward their weighted sum and
-	// Advantage the trajectory's advantage within its group.
-	Rewards   map[string]*float64 `json:"rewards"`
-	Reward    *float64            `json:"reward"`
-	Advantage float64             `json:"advantage"`
+	// Advantage the trajectory's advantage within its group; all absent where nothing scored the
+	// trajectory (the golden trajectories an SFT step trained on).
+	Rewards   map[string]*float64 `json:"rewards,omitempty"`
+	Reward    *float64            `json:"reward,omitempty"`
+	Advantage *float64            `json:"advantage,omitempty"`
 }
