@@ -1,8 +1,6 @@
 package grpo
 
 import (
-	"github.com/mcprl/mcprl/model"
-
 	"bytes"
 	"errors"
 	"fmt"
@@ -15,6 +13,9 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/mcprl/mcprl/model"
+	"github.com/mcprl/mcprl/runlog"
 )
 
 // Loss types (GRPOConfig.loss_type) that this package implements.
@@ -126,6 +127,10 @@ type Config struct {
 	AdamBeta2                 float64 `yaml:"adam_beta2"`
 	AdamEpsilon               float64 `yaml:"adam_epsilon"`
 	MaxGradNorm               float64 `yaml:"max_grad_norm"` // 0 disables clipping
+	// ReportTo names where logs go besides metrics.jsonl: "tensorboard" (event files in LoggingDir) or
+	// "none" (the default).
+	ReportTo   runlog.ReportTo `yaml:"report_to"`
+	LoggingDir string          `yaml:"logging_dir"` // "": OUTPUT_DIR/runs/MonDD_HH-MM-SS_HOST
 
 	// GRPOConfig: data and generation.
 	NumGenerations           int     `yaml:"num_generations"`
@@ -189,7 +194,7 @@ type Config struct {
 
 // trlNoEffect are TRL GRPOConfig / transformers TrainingArguments options that do not change what
 // mcprl computes: they are accepted (so a TRL config loads) and listed in Config.Ignored.
-var trlNoEffect = setOf("report_to", "logging_dir", "run_name", "disable_tqdm", "logging_strategy", "save_strategy",
+var trlNoEffect = setOf("run_name", "disable_tqdm", "logging_strategy", "save_strategy",
 	"logging_first_step", "log_completions", "num_completions_to_print", "log_unique_prompts", "log_multimodal",
 	"remove_unused_columns", "gradient_checkpointing", "bf16", "fp16", "tf32", "dataloader_num_workers",
 	"ddp_find_unused_parameters", "overwrite_output_dir", "use_liger_kernel", "torch_empty_cache_steps",
@@ -559,6 +564,9 @@ func (c *Config) Validate() error {
 			return false
 		}
 		return true
+	}
+	if err := runlog.CheckReportTo(c.ReportTo); err != nil {
+		bad("report_to", "%v", err)
 	}
 	if c.OutputDir == "" {
 		bad("output_dir", "output_dir must not be empty")

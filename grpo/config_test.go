@@ -273,14 +273,38 @@ func TestTotalSteps(t *testing.T) {
 	}
 }
 
+// TestReportTo: report_to takes TRL's forms (a name or a list) and names only what mcprl writes; an
+// unsupported destination is an error naming its line.
+func TestReportTo(t *testing.T) {
+	for text, want := range map[string]string{
+		"report_to: tensorboard\n":          "tensorboard",
+		"report_to: [none]\n":               "none",
+		"report_to:\n  - tensorboard\n":     "tensorboard",
+		"logging_dir: tb\nreport_to: all\n": "all",
+	} {
+		cfg, err := Parse([]byte(text), "t.yaml")
+		if err != nil {
+			t.Errorf("%q: %v", text, err)
+			continue
+		}
+		if got := strings.Join(cfg.ReportTo, ","); got != want || len(cfg.Ignored) != 0 {
+			t.Errorf("%q: report_to %q ignored %v, want %q", text, got, cfg.Ignored, want)
+		}
+	}
+	_, err := Parse([]byte("learning_rate: 1e-5\nreport_to: wandb\n"), "t.yaml")
+	if err == nil || !strings.Contains(err.Error(), "t.yaml:2") || !strings.Contains(err.Error(), `"wandb"`) {
+		t.Errorf("report_to wandb: %v, want an error naming line 2 and wandb", err)
+	}
+}
+
 // TestTRLOnlyKeys: TRL keys that change nothing here load and are listed; TRL options mcprl does not
 // implement are errors that say so, by line.
 func TestTRLOnlyKeys(t *testing.T) {
-	cfg, err := Parse([]byte("report_to: none\nlearning_rate: 1e-5\nbf16: true\ngradient_checkpointing: true\n"), "t.yaml")
+	cfg, err := Parse([]byte("run_name: x\nlearning_rate: 1e-5\nbf16: true\ngradient_checkpointing: true\n"), "t.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(cfg.Ignored, ", "); got != "report_to (line 1), bf16 (line 3), gradient_checkpointing (line 4)" {
+	if got := strings.Join(cfg.Ignored, ", "); got != "run_name (line 1), bf16 (line 3), gradient_checkpointing (line 4)" {
 		t.Errorf("Ignored = %q", got)
 	}
 	if cfg.LearningRate != 1e-5 {

@@ -21,7 +21,10 @@ import (
 	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/policy"
+	"github.com/mcprl/mcprl/progress"
+	"github.com/mcprl/mcprl/report"
 	"github.com/mcprl/mcprl/reward"
+	"github.com/mcprl/mcprl/runlog"
 	"github.com/mcprl/mcprl/rollout"
 	"github.com/mcprl/mcprl/sandbox"
 	"github.com/mcprl/mcprl/task"
@@ -128,6 +131,14 @@ func (t *Trainer) Train(ctx context.Context, resume bool) error {
 	window := NewLogWindow()
 	var gen *generation
 	start, firstStep := time.Now(), st.GlobalStep
+	log, err := runlog.Open(runlog.Options{
+		OutputDir: cfg.OutputDir, Label: "train", TotalSteps: total, StartStep: st.GlobalStep,
+		Progress: t.Progress, ReportTo: cfg.ReportTo, LoggingDir: cfg.LoggingDir,
+	})
+	if err != nil {
+		return fmt.Errorf("grpo: %w", err)
+	}
+	defer log.Close()
 	for st.GlobalStep < total {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -153,12 +164,8 @@ func (t *Trainer) Train(ctx context.Context, resume bool) error {
 		}
 		st.GlobalStep++
 		st.Epoch = float64(st.GlobalStep) / float64(perEpoch)
-		if t.Progress != nil {
-			// The speed of the steps this process ran (a resumed run
-			// did not run the earlier ones).
-			fmt.Fprintf(t.Progress, "\rstep %d/%d  reward %.3f  loss %.4f  %.1fs/step ",
-				st.GlobalStep, total, gen.metrics["reward"], loss, time.Since(start).Seconds()/float64(st.GlobalStep-firstStep))
-		}
+		// The bar's speed counts the steps this process ran (a resumed run did not run the earlier ones).
+		log.Step(st.GlobalStep, progress.F("reward", gen.metrics["reward"]), progress.Field{Name: "loss", Value: loss, Format: "%.4f"})
 		if st.GlobalStep%logEvery == 0 || st.GlobalStep == total {
 			next, _ := cfg.LearningRateAt(st.GlobalStep, total)
 			logs := window.Flush(next)
@@ -169,19 +176,24 @@ func (t *Trainer) Train(ctx context.Context, resume bool) error {
 				return err
 			}
 			st.LogHistory = append(st.LogHistory, rec)
+			if err := log.Logged(st.GlobalStep, logs, gen.samplesAt(st.GlobalStep), "reward", "loss"); err != nil {
+				return fmt.Errorf("grpo: %w", err)
+			}
 		}
 		if st.GlobalStep%saveEvery == 0 && st.GlobalStep%cycleSteps == 0 && st.GlobalStep < total {
 			if err := t.save(filepath.Join(cfg.OutputDir, fmt.Sprintf("checkpoint-%d", st.GlobalStep)), st); err != nil {
 				return err
 			}
+			log.Saved()
 		}
-	}
-	if t.Progress != nil {
-		fmt.Fprintln(t.Progress)
 	}
 	final := filepath.Join(cfg.OutputDir, "final")
 	if err := t.save(final, st); err != nil {
 		return err
+	}
+	log.Saved()
+	if err := log.Close(); err != nil {
+		return fmt.Errorf("grpo: %w", err)
 	}
 	if t.Progress != nil {
 		fmt.Fprintln(t.Progress, summary(st, firstStep, time.Since(start), final))
@@ -224,6 +236,7 @@ func summary(st *State, firstStep int, took time.Duration, final string) string 
 // scored is one trajectory with its score from each reward function.
 type scored struct {
 	traj   *chat.Trajectory
+	task   *task.Task
 	scores []float64
 }
 
@@ -236,6 +249,8 @@ type generation struct {
 	old, ref   []float32 // per-token log-probs [len(trajs) * length] when needed
 	isRatio    []float32 // importance-sampling correction [len(trajs) * length], nil when off
 	metrics    map[string]float64
+	// samples are the batch's trajectories as saved to completions.jsonl (their step set when logged).
+	samples []report.Completion
 }
 
 // generate draws the next prompts, rolls out num_generations trajectories
@@ -276,7 +291,7 @@ func (t *Trainer) generate(ctx context.Context, st *State) (*generation, error) 
 			items := make([]scored, n)
 			for j := range items {
 				i := g*n + j
-				items[j] = scored{traj: got[i], scores: make([]float64, len(t.Rewards))}
+				items[j] = scored{traj: got[i], task: jobs[i/n].Task, scores: make([]float64, len(t.Rewards))}
 				for k := range t.Rewards {
 					items[j].scores[k] = scores[k][i]
 				}
@@ -313,7 +328,7 @@ func (t *Trainer) generate(ctx context.Context, st *State) (*generation, error) 
 	if t.OnGeneration != nil {
 		t.OnGeneration(st.GlobalStep, trajs, rewards)
 	}
-	gen := &generation{trajs: trajs, advantages: adv.Advantages, metrics: map[string]float64{
+	gen := &generation{trajs: trajs, advantages: adv.Advantages, samples: t.samples(groups, rewards, adv.Advantages), metrics: map[string]float64{
 		"reward":               adv.Reward,
 		"reward_std":           adv.RewardStd,
 		"frac_reward_zero_std": adv.FracRewardZeroStd,

@@ -190,7 +190,11 @@ func TestBrowserCharts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, path := openReport(t, 1400, grpoRun, sftRun)
+	sampledRun, err := Load("testdata/quick6")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, path := openReport(t, 1400, grpoRun, sftRun, sampledRun)
 
 	charts := evaluate[[]drawnChart](t, p, chartsJS)
 	byMetric := map[string]drawnChart{}
@@ -205,7 +209,8 @@ func TestBrowserCharts(t *testing.T) {
 	}
 	files := map[string]map[int]map[string]*float64{
 		"grpo": metricsOf(t, "testdata/grpo/metrics.jsonl"),
-		"sft":  metricsOf(t, "testdata/sft/metrics.jsonl"),
+		"sft":    metricsOf(t, "testdata/sft/metrics.jsonl"),
+		"quick6": metricsOf(t, "testdata/quick6/metrics.jsonl"),
 	}
 	keys := map[string]bool{}
 	for _, steps := range files {
@@ -258,8 +263,12 @@ func TestBrowserCharts(t *testing.T) {
 			}
 		}
 	}
-	if c := byMetric["loss"]; len(c.Runs) != 2 {
-		t.Errorf("loss chart overlays runs %v, want grpo and sft", c.Runs)
+	if c := byMetric["loss"]; len(c.Runs) != 3 {
+		t.Errorf("loss chart overlays runs %v, want grpo, sft and quick6", c.Runs)
+	}
+	// Per-tool curves come from the sampled trajectories.
+	if c, ok := byMetric["per_tool/query_database/call_frequency"]; !ok || len(c.Runs) != 1 || len(c.Data[0]) != 6 {
+		t.Errorf("per-tool chart: %+v", c)
 	}
 
 	shot, err := chromedp.Run(p.ctx, chromedp.FullScreenshot(100))
@@ -316,6 +325,33 @@ func TestBrowserCharts(t *testing.T) {
 	if b.Source != "grpo: eval-heldout" || b.Cards != len(ev.Tasks[0].Trajectories) || b.Tasks != len(ev.Tasks) {
 		t.Errorf("browser shows %+v, want grpo: eval-heldout, %d cards, %d tasks", b, len(ev.Tasks[0].Trajectories), len(ev.Tasks))
 	}
+	// The training samples of quick6: the last logging step's groups, side by side, one card per
+	// trajectory of completions.jsonl.
+	perStep := map[int]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(mustRead(t, "testdata/quick6/completions.jsonl"))), "\n") {
+		var c Completion
+		if err := json.Unmarshal([]byte(line), &c); err != nil {
+			t.Fatal(err)
+		}
+		perStep[c.Step]++
+	}
+	b = evaluate[browsed](t, p, `(() => { const s = document.getElementById("source");
+		s.value = Array.from(s.options).find(o => o.textContent === "quick6: training samples").value;
+		s.dispatchEvent(new Event("change"));
+		return {source: s.options[s.selectedIndex].textContent, cards: document.querySelectorAll("#groups .card").length,
+			tasks: document.querySelectorAll("#step option").length}; })()`)
+	if b.Source != "quick6: training samples" || b.Cards != perStep[6] || b.Tasks != len(perStep) {
+		t.Errorf("browser shows %+v, want quick6's %d trajectories of step 6 and %d steps", b, perStep[6], len(perStep))
+	}
+	if os.Getenv("MCPRL_UPDATE_DOCS") == "1" {
+		shot, err := chromedp.Run(p.ctx, chromedp.Screenshot(chromedp.CSS(`#groups .group`)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile("../docs/report-trajectories.png", shot, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	p.checkClean(t, path)
 }
 
@@ -364,6 +400,15 @@ func TestBrowserTrajectories(t *testing.T) {
 		t.Errorf("advantages %v", got.Advantages)
 	}
 	p.checkClean(t, path)
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func checkScreenshot(t *testing.T, b []byte) {

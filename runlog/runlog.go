@@ -14,6 +14,8 @@ import (
 
 	"github.com/mcprl/mcprl/progress"
 	"github.com/mcprl/mcprl/report"
+	"gopkg.in/yaml.v3"
+
 	"github.com/mcprl/mcprl/tensorboard"
 )
 
@@ -167,12 +169,17 @@ func (l *Log) Saved() {
 // Printf prints a message on its own line (clearing a live bar first).
 func (l *Log) Printf(format string, args ...any) { l.bar.Printf(format, args...) }
 
-// Close ends the progress line and closes the files.
+// Close ends the progress line and closes the files; closing again does nothing.
 func (l *Log) Close() error {
 	l.bar.Done()
-	err := l.completions.Close()
+	var err error
+	if l.completions != nil {
+		err = l.completions.Close()
+		l.completions = nil
+	}
 	if l.events != nil {
 		err = errors.Join(err, l.events.Close())
+		l.events = nil
 	}
 	return err
 }
@@ -205,4 +212,21 @@ func openSteps(path string, keep int) (*os.File, error) {
 		return nil, fmt.Errorf("completions: %w", err)
 	}
 	return f, nil
+}
+
+// ReportTo is TRL's report_to as YAML holds it: one name ("tensorboard") or a list of names.
+type ReportTo []string
+
+// UnmarshalYAML implements yaml.Unmarshaler: a scalar is a list of one.
+func (r *ReportTo) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		*r = ReportTo{n.Value}
+		return nil
+	}
+	var list []string
+	if err := n.Decode(&list); err != nil {
+		return fmt.Errorf("report_to must be a name or a list of names: %w", err)
+	}
+	*r = list
+	return nil
 }

@@ -14,7 +14,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"time"
 
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:staticcheck // GoMLX graph code reads best with the dot import.
 	"github.com/gomlx/gomlx/pkg/core/tensors"
@@ -22,7 +21,10 @@ import (
 
 	"github.com/mcprl/mcprl/grpo"
 	"github.com/mcprl/mcprl/model"
+	"github.com/mcprl/mcprl/progress"
+	"github.com/mcprl/mcprl/report"
 	"github.com/mcprl/mcprl/rollout"
+	"github.com/mcprl/mcprl/runlog"
 	"github.com/mcprl/mcprl/task"
 	"github.com/mcprl/mcprl/tokenizer"
 	"github.com/mcprl/mcprl/toolcall"
@@ -33,6 +35,9 @@ type Example struct {
 	TaskID string
 	Tokens []int32
 	Mask   []uint8 // 1 on the assistant's tokens: what the loss covers
+	// Sample is the replayed trajectory as a run saves it (completions.jsonl) when a logging step
+	// trained on it.
+	Sample report.Completion
 }
 
 // GoldenTurns returns the assistant turns of a task's golden trajectory as
@@ -121,7 +126,10 @@ func Examples(ctx context.Context, tok *tokenizer.Tokenizer, tpl *tokenizer.Temp
 		if tr.Truncated {
 			return nil, fmt.Errorf("sft: task %q: golden trajectory does not fit max_completion_length %d", jobs[i].Task.ID, maxCompletion)
 		}
-		out = append(out, Example{TaskID: jobs[i].Task.ID, Tokens: tr.Tokens, Mask: tr.Mask})
+		tk := jobs[i].Task
+		out = append(out, Example{TaskID: tk.ID, Tokens: tr.Tokens, Mask: tr.Mask, Sample: report.Completion{
+			TaskID: tk.ID, Category: tk.Category, Prompt: tk.Task, Turns: tr.Records(),
+		}})
 	}
 	return out, nil
 }
@@ -190,20 +198,30 @@ func (t *Trainer) Train(ctx context.Context) error {
 	window := grpo.NewLogWindow()
 	logEvery := grpo.StepsEvery(cfg.LoggingSteps, total)
 	saveEvery := grpo.StepsEvery(cfg.SaveSteps, total)
-	start := time.Now()
 	st := &grpo.State{MaxSteps: total}
+	log, err := runlog.Open(runlog.Options{
+		OutputDir: cfg.OutputDir, Label: "sft", TotalSteps: total,
+		Progress: t.Progress, ReportTo: cfg.ReportTo, LoggingDir: cfg.LoggingDir,
+	})
+	if err != nil {
+		return fmt.Errorf("sft: %w", err)
+	}
+	defer log.Close()
 	for s := 0; s < total; s++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		seqs := make([][]int, bs)
 		masks := make([][]float32, bs)
+		samples := make([]report.Completion, bs)
 		for b := range seqs {
 			k := s*bs + b
 			if k%len(order) == 0 && k > 0 {
 				order = rng.Perm(len(t.Examples))
 			}
 			ex := t.Examples[order[k%len(order)]]
+			samples[b] = ex.Sample
+			samples[b].Step, samples[b].Group = s+1, b
 			seqs[b] = make([]int, len(ex.Tokens))
 			masks[b] = make([]float32, len(ex.Tokens))
 			for i, id := range ex.Tokens {
@@ -238,9 +256,7 @@ func (t *Trainer) Train(ctx context.Context) error {
 		window.AddStep(loss, float64(tensors.ToScalar[float32](res[1])))
 		st.GlobalStep = s + 1
 		st.Epoch = float64(s+1) / float64(perEpoch)
-		if t.Progress != nil {
-			fmt.Fprintf(t.Progress, "\rsft step %d/%d  loss %.4f  %.2fs/step ", s+1, total, loss, time.Since(start).Seconds()/float64(s+1))
-		}
+		log.Step(s+1, progress.Field{Name: "loss", Value: loss, Format: "%.4f"})
 		if (s+1)%logEvery == 0 || s+1 == total {
 			next, _ := cfg.LearningRateAt(s+1, total)
 			logs := window.Flush(next)
@@ -251,15 +267,20 @@ func (t *Trainer) Train(ctx context.Context) error {
 				return err
 			}
 			st.LogHistory = append(st.LogHistory, rec)
+			if err := log.Logged(s+1, logs, samples, "loss"); err != nil {
+				return fmt.Errorf("sft: %w", err)
+			}
 		}
 		if (s+1)%saveEvery == 0 && s+1 < total {
 			if err := grpo.SaveCheckpoint(filepath.Join(cfg.OutputDir, fmt.Sprintf("checkpoint-%d", s+1)), t.Model, t.TokenizerDir, st); err != nil {
 				return err
 			}
+			log.Saved()
 		}
 	}
-	if t.Progress != nil {
-		fmt.Fprintln(t.Progress)
+	if err := grpo.SaveCheckpoint(filepath.Join(cfg.OutputDir, "final"), t.Model, t.TokenizerDir, st); err != nil {
+		return err
 	}
-	return grpo.SaveCheckpoint(filepath.Join(cfg.OutputDir, "final"), t.Model, t.TokenizerDir, st)
+	log.Saved()
+	return log.Close()
 }
