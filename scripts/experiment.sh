@@ -1,56 +1,204 @@
 #!/usr/bin/env bash
-# The user's experiment end to end: generate training tasks from the customers fixture, SFT a small
-# policy on their golden trajectories, run GRPO from the SFT model against live sandboxes, and evaluate
-# both on the hand-written held-out edge cases (examples/experiment/heldout_tasks.jsonl, on customers and
-# on the library fixture that training never sees). Results land in runs/experiment/.
-#   K=4 scripts/experiment.sh
+# The user's experiment, SFT versus GRPO on edge cases, end to end (a benchmark, not a test):
+#
+#   1. `mcprl tasks generate` on two training fixtures (customers, and taskgen/testdata/oddities): ordinary
+#      tasks with a golden happy path (one call, its observation, the answer) and edge cases with only
+#      ground_truth_assertions (values in several spellings, NULLs, renamed and look-alike columns, a first
+#      query that comes back empty, SQL errors, a linter that fails first).
+#   2. per seed: `mcprl model init`, `mcprl sft` on the goldens (it skips the edge cases and says how many),
+#      `mcprl train` (GRPO) from the SFT model on all tasks, and the compute control: SFT continued from the
+#      SFT model for as many optimizer steps, of as many sequences, as GRPO took.
+#   3. `mcprl eval` of the three models on three held-out sets: the hand-written edge cases
+#      (examples/experiment/heldout_tasks.jsonl, mostly on the library fixture, which training never sees),
+#      tasks generated on the library fixture, and unseen generated tasks on the training fixtures.
+#   4. a table of success and self-correction rates, mean and spread over seeds, in $OUT/results.md.
+#
+#   scripts/experiment.sh                 # 3 seeds; results in runs/experiment/
+#   SEEDS="1 2" OUT=runs/exp2 scripts/experiment.sh
+#   MODEL=path/to/model.json scripts/experiment.sh    # another model size
+#   QUICK=1 scripts/experiment.sh         # the whole pipeline in a few minutes (what CI runs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+QUICK="${QUICK:-}"
+OUT="${OUT:-runs/experiment}"
+MODEL="${MODEL:-examples/experiment/model.json}"
+SEEDS="${SEEDS:-1 2 3}"
 K="${K:-4}"
-out=runs/experiment
-mkdir -p "$out"
-go build -o "$out/mcprl" ./cmd/mcprl
-bin="$out/mcprl"
+N_CUSTOMERS=280 N_ODDITIES=140 N_UNSEEN_CUSTOMERS=28 N_UNSEEN_ODDITIES=14 N_LIBRARY=28 MAX_PER_SET=1000
+SFT_STEPS="" GRPO_STEPS="" CONTROL_STEPS=""
+if [ -n "$QUICK" ]; then
+  SEEDS="${QUICK_SEEDS:-1}" K=1
+  N_CUSTOMERS=56 N_ODDITIES=28 N_UNSEEN_CUSTOMERS=14 N_UNSEEN_ODDITIES=14 N_LIBRARY=14 MAX_PER_SET=2
+  SFT_STEPS="--max-steps 4" GRPO_STEPS="--max-steps 1" CONTROL_STEPS="--max-steps 1"
+fi
+mkdir -p "$OUT"
+bin="$OUT/mcprl"
+go build -o "$bin" ./cmd/mcprl
 start=$(date +%s)
-# Training tasks get the held-out tasks' system prompt (the user's: the MCP tools in a few lines), so that both
-# sides see one prompt format and prompts stay short.
+: > "$OUT/times.tsv"
+timed() { # timed NAME command...: runs the command, appends its wall time to times.tsv
+  local name=$1 t0
+  shift
+  t0=$(date +%s)
+  "$@"
+  printf '%s\t%s\n' "$name" "$(( $(date +%s) - t0 ))" >> "$OUT/times.tsv"
+}
+
+# The fixtures, in one folder as --fixtures wants them.
+rm -rf "$OUT/fixtures"
+mkdir -p "$OUT/fixtures"
+cp -r examples/fixtures/customers examples/fixtures/library taskgen/testdata/oddities "$OUT/fixtures/"
+fx="$OUT/fixtures"
+
+# Every task gets the held-out tasks' system prompt (the user's: the MCP tools in a few lines).
 system=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["system_prompt"])' examples/experiment/heldout_tasks.jsonl)
-"$bin" tasks generate --fixture examples/fixtures/customers --out "$out/train_tasks.jsonl" --n 128 --seed 1 --system-prompt "$system"
-# A second, in-distribution held-out set: generated with another seed, minus any question training saw.
-"$bin" tasks generate --fixture examples/fixtures/customers --out "$out/generated_all.jsonl" --n 64 --seed 2 --system-prompt "$system"
-python3 - "$out" <<'PY'
+gen() { "$bin" tasks generate --fixture "$fx/$1" --n "$2" --seed "$3" --system-prompt "$system" --out "$4"; }
+gen customers "$N_CUSTOMERS" 1 "$OUT/train-customers.jsonl"
+gen oddities "$N_ODDITIES" 1 "$OUT/train-oddities.jsonl"
+cat "$OUT/train-customers.jsonl" "$OUT/train-oddities.jsonl" > "$OUT/train_tasks.jsonl"
+# Unseen generated tasks on the training fixtures (another seed, minus every question training saw), and
+# generated tasks on the library fixture, which training never sees.
+gen customers "$N_UNSEEN_CUSTOMERS" 2 "$OUT/unseen-customers.jsonl"
+gen oddities "$N_UNSEEN_ODDITIES" 2 "$OUT/unseen-oddities.jsonl"
+gen library "$N_LIBRARY" 3 "$OUT/heldout_library.jsonl"
+# One held-out file: each task's category is prefixed with its set (handwritten/, library/, unseen/), so
+# that one eval per model reports every set and category.
+python3 - "$OUT" "$MAX_PER_SET" <<'PY'
 import json, sys
-out = sys.argv[1]
+out, cap = sys.argv[1], int(sys.argv[2])
 seen = {json.loads(l)["task"] for l in open(f"{out}/train_tasks.jsonl")}
-kept = [l for l in open(f"{out}/generated_all.jsonl") if json.loads(l)["task"] not in seen]
-open(f"{out}/heldout_generated.jsonl", "w").writelines(kept)
-print(f"{len(kept)} generated held-out tasks not seen in training", file=sys.stderr)
+sets = {
+    "handwritten": open("examples/experiment/heldout_tasks.jsonl").readlines(),
+    "library": open(f"{out}/heldout_library.jsonl").readlines(),
+    "unseen": [l for f in ("unseen-customers", "unseen-oddities") for l in open(f"{out}/{f}.jsonl") if json.loads(l)["task"] not in seen],
+}
+with open(f"{out}/heldout.jsonl", "w") as w:
+    for name, lines in sets.items():
+        for l in lines[:cap]:
+            t = json.loads(l)
+            t["category"] = f"{name}/{t.get('category') or 'uncategorized'}"
+            w.write(json.dumps(t, ensure_ascii=False) + "\n")
+n = sum(1 for _ in open(f"{out}/train_tasks.jsonl"))
+print(f"{n} training tasks; held out: " + ", ".join(f"{min(cap, len(v))} {k}" for k, v in sets.items()), file=sys.stderr)
 PY
-rm -rf "$out/init" "$out/sft" "$out/grpo"
-"$bin" model init --config examples/customers/base-config.json --tokenizer tokenizer/small/qwen2.5-2048 --seed 1 --out "$out/init"
-"$bin" sft --config examples/experiment/sft.yaml
-"$bin" train --config examples/experiment/grpo.yaml
-# Both models, both held-out sets, the same sampling: K samples per task at temperature $TEMP.
-TEMP="${TEMP:-0.7}"
-for m in sft grpo; do
-  for set in heldout generated; do
-    tasks=examples/experiment/heldout_tasks.jsonl
-    [ "$set" = generated ] && tasks="$out/heldout_generated.jsonl"
-    "$bin" eval --model "$out/$m/final" --tasks "$tasks" --fixtures examples/fixtures \
-      --k "$K" --seed 7 --temperature "$TEMP" --max-completion-length 256 --max-tool-calling-iterations 3 \
-      --output-dir "$out/eval-$m-$set" --json > "$out/eval-$m-$set.json"
-  done
+
+# seeded CONFIG SEED: the config with its seed replaced (QUICK: small groups, short completions).
+seeded() {
+  if [ -n "$QUICK" ]; then
+    sed -e "s/^seed: .*/seed: $2/" -e 's/^per_device_train_batch_size: .*/per_device_train_batch_size: 4/' \
+      -e 's/^num_generations: .*/num_generations: 2/' -e 's/^max_completion_length: 256/max_completion_length: 64/' "$1"
+  else
+    sed "s/^seed: .*/seed: $2/" "$1"
+  fi
+}
+# evaluate SEED MODEL: MODEL (sft, grpo, sft-control) of SEED on every held-out task.
+evaluate() {
+  local d="$OUT/seed-$1"
+  timed "seed-$1 eval $2" "$bin" eval --model "$d/$2/final" --tasks "$OUT/heldout.jsonl" --fixtures "$fx" \
+    --k "$K" --seed 7 --temperature 0.7 --max-completion-length 256 --max-tool-calling-iterations 3 \
+    --output-dir "$d/eval-$2" --json > "$d/eval-$2.json" 2> "$d/eval-$2.log"
+}
+# run_seed SEED: one seed's models and evaluations, logs in $OUT/seed-SEED/.
+run_seed() {
+  local s=$1 d="$OUT/seed-$1"
+  rm -rf "$d"
+  mkdir -p "$d"
+  seeded examples/experiment/sft.yaml "$s" > "$d/sft.yaml"
+  seeded examples/experiment/grpo.yaml "$s" > "$d/grpo.yaml"
+  seeded examples/experiment/sft-control.yaml "$s" > "$d/sft-control.yaml"
+  "$bin" model init --config "$MODEL" --tokenizer tokenizer/small/qwen2.5-2048 --seed "$s" --out "$d/init" > "$d/init.log"
+  # shellcheck disable=SC2086 # *_STEPS are flag pairs or empty
+  timed "seed-$s sft" "$bin" sft --config "$d/sft.yaml" --model "$d/init" --tasks "$OUT/train_tasks.jsonl" --fixtures "$fx" --output-dir "$d/sft" $SFT_STEPS 2> "$d/sft.log"
+  # From the SFT model, side by side: GRPO then its evaluation; the compute control, then the evaluations of
+  # the SFT model and of the control (two processes a seed at a time: each holds 1.5-2.5 GB).
+  # shellcheck disable=SC2086
+  ( timed "seed-$s grpo" "$bin" train --config "$d/grpo.yaml" --model "$d/sft/final" --tasks "$OUT/train_tasks.jsonl" --fixtures "$fx" --output-dir "$d/grpo" $GRPO_STEPS 2> "$d/grpo.log"
+    evaluate "$s" grpo ) &
+  # shellcheck disable=SC2086
+  ( timed "seed-$s sft-control" "$bin" sft --config "$d/sft-control.yaml" --model "$d/sft/final" --tasks "$OUT/train_tasks.jsonl" --fixtures "$fx" --output-dir "$d/sft-control" $CONTROL_STEPS 2> "$d/sft-control.log"
+    evaluate "$s" sft
+    evaluate "$s" sft-control ) &
+  local failed=0 p
+  for p in $(jobs -p); do wait "$p" || failed=1; done
+  [ "$failed" = 0 ] || { echo "seed $s: a stage failed (logs in $d)"; return 1; }
+  echo "seed $s done after $(( $(date +%s) - start )) s"
+}
+# The seeds run side by side (the machine's cores are shared: each seed's process takes its turn).
+pids=()
+for s in $SEEDS; do
+  run_seed "$s" > "$OUT/seed-$s.log" 2>&1 &
+  pids+=($!)
 done
-python3 - "$out" <<'PY'
-import json, sys
-out = sys.argv[1]
-keys = ["success_rate", "pass_at_k", "tool_accuracy", "hallucination_rate", "format_error_rate", "mean_turns", "self_correction_rate"]
-print("| tasks | model | " + " | ".join(keys) + " |")
-print("|---" * (len(keys) + 2) + "|")
-for set, label in [("heldout", "hand-written edge cases (16)"), ("generated", "generated, unseen")]:
-    for m, name in [("sft", "SFT"), ("grpo", "SFT + GRPO")]:
-        r = json.load(open(f"{out}/eval-{m}-{set}.json"))
-        cells = ["-" if r.get(k) is None else f"{r[k]:.3f}" for k in keys]
-        print(f"| {label} | {name} | " + " | ".join(cells) + " |")
+status=0
+for p in "${pids[@]}"; do wait "$p" || status=1; done
+cat "$OUT"/seed-*.log
+grep -h "skipped" "$OUT"/seed-*/sft.log | head -1
+# shellcheck disable=SC2086
+python3 - "$OUT" $SEEDS <<'PY' | tee "$OUT/results.md"
+import json, statistics, sys
+out, seeds = sys.argv[1], sys.argv[2:]
+# Generated edge cases (taskgen.EdgeCases); every hand-written task is an edge case.
+EDGE = {"case-variants", "empty-first", "nulls", "renamed-column", "look-alike-column", "sql-error", "lint-first"}
+MODELS = [("sft", "SFT"), ("sft-control", "SFT, control (as many more steps)"), ("grpo", "SFT + GRPO")]
+SETS = [("handwritten", "hand-written edge cases", None),
+        ("library", "generated, library fixture (never trained on): edge cases", True),
+        ("library", "generated, library fixture (never trained on): ordinary", False),
+        ("unseen", "generated, training fixtures, unseen questions: edge cases", True),
+        ("unseen", "generated, training fixtures, unseen questions: ordinary", False)]
+
+def pooled(rep, set_, edge):
+    """success, self-correction (with counts) over one set's categories of one kind."""
+    cats = [m for c, m in rep["categories"].items()
+            if c.split("/")[0] == set_ and (edge is None or (c.split("/", 1)[1] in EDGE) == edge)]
+    n = sum(m["n_trajectories"] for m in cats)
+    ok = sum(m["n_succeeded"] for m in cats)
+    sb = sum(m["n_setback"] for m in cats)
+    sc = sum(m["n_self_corrected"] for m in cats)
+    return (ok / n if n else float("nan")), (sc / sb if sb else float("nan")), ok, n, sc, sb
+
+def fmt(xs):
+    xs = [x for x in xs if x == x]
+    if not xs:
+        return "-"
+    if len(xs) == 1:
+        return f"{xs[0]:.3f}"
+    return f"{statistics.mean(xs):.3f} ± {statistics.stdev(xs):.3f}"
+
+print(f"Seeds: {', '.join(seeds)}. Cells: mean ± sample standard deviation over seeds; per seed: success (succeeded/trajectories), self-correction (corrected/setbacks).")
+print()
+print("| held-out tasks | model | success rate | self-correction rate | per seed |")
+print("|---|---|---|---|---|")
+for set_, label, edge in SETS:
+    for m, name in MODELS:
+        succ, corr, per = [], [], []
+        for s in seeds:
+            try:
+                rep = json.load(open(f"{out}/seed-{s}/eval-{m}.json"))
+            except (OSError, ValueError):
+                per.append(f"{s}: missing")
+                continue
+            a, c, ok, n, sc, sb = pooled(rep, set_, edge)
+            succ.append(a)
+            corr.append(c)
+            per.append(f"{s}: {ok}/{n}, {sc}/{sb}")
+        print(f"| {label} | {name} | {fmt(succ)} | {fmt(corr)} | {'; '.join(per)} |")
+print()
+# GRPO's training reward: first and last 10 logged steps.
+for s in seeds:
+    try:
+        recs = [json.loads(l) for l in open(f"{out}/seed-{s}/grpo/metrics.jsonl")]
+    except OSError:
+        continue
+    r = [x["reward"] for x in recs if "reward" in x]
+    if r:
+        k = min(10, len(r))
+        print(f"seed {s}: GRPO training reward, first {k} steps {statistics.mean(r[:k]):.3f}, last {k} steps {statistics.mean(r[-k:]):.3f} ({len(r)} steps)")
+print()
+print("| phase | seconds |")
+print("|---|---|")
+for l in open(f"{out}/times.tsv"):
+    name, secs = l.rstrip("\n").split("\t")
+    print(f"| {name} | {secs} |")
 PY
-echo "wall time: $(( $(date +%s) - start )) s"
+echo "wall time: $(( $(date +%s) - start )) s" | tee -a "$OUT/results.md"
+exit "$status"
