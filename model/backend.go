@@ -71,3 +71,7 @@ func ElementwiseEngine() string {
 	}
 	return "Go kernels, scalar (no AVX2 and FMA on this CPU)"
 }
+
+// GradientEngine says what differentiates DotGeneral in the training graphs: internal/kernels' two-DotGeneral
+// gradient, or GoMLX's own and why (a GoMLX other than the pinned one, or no model built yet).
+func GradientEngine() string { return kernels.DotGradientEngine() }

@@ -18,6 +18,7 @@ import (
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/mcprl/mcprl/internal/kernels"
 )
 
 // Model is a Qwen2 causal LM: its configuration, the backend graphs run on, and its variables in Ctx under scopes
@@ -118,9 +119,9 @@ func newModel(backend backends.Backend, cfg *Config) (*Model, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	if err := registerDotGradient(backend); err != nil {
-		return nil, fmt.Errorf("model: %w", err)
-	}
+	// The gradient of DotGeneral as two DotGenerals; on a GoMLX whose internals differ from the pinned
+	// one, GoMLX's own stays (GradientEngine says so).
+	kernels.InstallDotGradient(backend) //nolint:errcheck // reported by GradientEngine
 	return &Model{Config: c, Backend: backend, Ctx: context.New()}, nil
 }
 

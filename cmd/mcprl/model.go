@@ -105,7 +105,7 @@ func newModelInfoCmd() *cobra.Command {
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s, %d parameters; hidden %d, intermediate %d, %d layers, %d heads (%d KV), vocab %d, rope_theta %g, tied %v, eos %v\n",
 				args[0], c.ArchitectureName(), c.NumParams(), c.HiddenSize, c.IntermediateSize, c.NumHiddenLayers,
 				c.NumAttentionHeads, c.NumKeyValueHeads, c.VocabSize, c.RopeTheta, c.TieWordEmbeddings, c.EOSIDs())
-			fmt.Fprintf(cmd.OutOrStdout(), "matmul: %s\nelementwise: %s\n", model.MatmulEngine(), model.ElementwiseEngine())
+			fmt.Fprintf(cmd.OutOrStdout(), "matmul: %s\nelementwise: %s\nDotGeneral gradient: %s\n", model.MatmulEngine(), model.ElementwiseEngine(), model.GradientEngine())
 			return nil
 		},
 	}

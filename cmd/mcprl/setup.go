@@ -168,7 +168,6 @@ func load(ctx context.Context, modelDir, tasksPath, fixturesDir, dsn string, ski
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(warn, "matmul: %s; elementwise: %s\n", model.MatmulEngine(), model.ElementwiseEngine())
 	if err := model.OpenBLASMissing(); err != nil {
 		fmt.Fprintf(warn, "note: OpenBLAS is not in use (%v): the model's matmuls run on the Go kernel, about 8x slower "+
 			"(examples/customers/quick.yaml); bash scripts/install-openblas.sh installs it\n", err)
@@ -177,6 +176,7 @@ func load(ctx context.Context, modelDir, tasksPath, fixturesDir, dsn string, ski
 	if w.model, err = model.Load(backend, modelDir); err != nil {
 		return nil, err
 	}
+	fmt.Fprintf(warn, "matmul: %s; elementwise: %s; DotGeneral gradient: %s\n", model.MatmulEngine(), model.ElementwiseEngine(), model.GradientEngine())
 	if w.tok, err = tokenizer.Load(modelDir); err != nil {
 		return nil, fmt.Errorf("model %s: %w", modelDir, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"sync"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
@@ -70,17 +71,39 @@ func readParams(n *simplego.Node) (p dotParams, err error) {
 	return p, nil
 }
 
-// params returns readParams(n), read once per node: a compiled graph runs its nodes many times (a decoding
-// step runs every token), and reflection cost microseconds per call.
+// maxCachedParams bounds the DotGeneral nodes whose axes are cached: far more than the DotGenerals of the
+// graphs a run keeps compiled (a Qwen2 layer has seven), so that a decoding step finds them all, while a
+// process that compiles graph after graph (a new shape bucket, a test) does not keep every one alive.
+const maxCachedParams = 4096
+
+// paramsCache maps *simplego.Node to its dotParams. When full it is emptied: the graphs still in use fill
+// it again at the cost of one reflective read per node.
+type paramsCache struct {
+	mu sync.Mutex
+	m  map[*simplego.Node]dotParams
+}
+
+// params returns readParams(n), read once per node while cached: a compiled graph runs its nodes many times
+// (a decoding step runs every token), and reflection costs microseconds per call.
 func (l *Lib) params(n *simplego.Node) (dotParams, error) {
-	if p, ok := l.paramsByNode.Load(n); ok {
-		return p.(dotParams), nil
+	c := &l.paramsOf
+	c.mu.Lock()
+	p, ok := c.m[n]
+	c.mu.Unlock()
+	if ok {
+		return p, nil
 	}
 	p, err := readParams(n)
-	if err == nil {
-		l.paramsByNode.Store(n, p)
+	if err != nil {
+		return p, err
 	}
-	return p, err
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxCachedParams {
+		c.m = make(map[*simplego.Node]dotParams)
+	}
+	c.m[n] = p
+	c.mu.Unlock()
+	return p, nil
 }
 
 // dotGeneral is the simplego executor: output [batch, lhsCross, rhsCross] = Σ_contract lhs·rhs, per batch one

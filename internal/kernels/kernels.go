@@ -129,6 +129,11 @@ func simplegoExec(op backends.OpType, b *simplego.Backend, n *simplego.Node, inp
 // linked GoMLX's internals differ from the pinned version's; simplego is then left as it is.
 func Install() error {
 	installOnce.Do(func() {
+		if err := checkVersion(); err != nil {
+			installErr = fmt.Errorf("simplego's own kernels stay: %w", err)
+			openblasErr = installErr
+			return
+		}
 		l, err := newLayout()
 		if err != nil {
 			installErr = fmt.Errorf("simplego internals changed, its own kernels stay: %w", err)

@@ -44,8 +44,8 @@ type Lib struct {
 	sgemm func(order, transA, transB, m, n, k int32, alpha float32, a unsafe.Pointer, lda int32,
 		b unsafe.Pointer, ldb int32, beta float32, c unsafe.Pointer, ldc int32)
 	calls atomic.Int64
-	// paramsByNode caches each DotGeneral node's axes (keys are *simplego.Node).
-	paramsByNode sync.Map
+	// params caches DotGeneral nodes' axes, bounded (its keys keep their graphs alive).
+	paramsOf paramsCache
 }
 
 var (

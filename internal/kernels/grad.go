@@ -1,4 +1,4 @@
-package model
+package kernels
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 
 // GoMLX v0.26's DotGeneral gradient multiplies broadcast operands and reduces, materializing a tensor of
 // [batch x lhs-cross x rhs-cross x contracting] elements: for one 2048x256 by 256x2048 matmul that is 1G floats, so
-// training steps ran out of memory. registerDotGradient replaces it, in GoMLX's VJP registry, with the textbook
+// training steps ran out of memory. InstallDotGradient replaces it, in GoMLX's VJP registry, with the textbook
 // gradient made of two DotGenerals (dL/dlhs = v . rhs, dL/drhs = v . lhs over the other operand's cross axes),
 // so that the model's graphs use plain DotGeneral. The registry is per process; the replacement computes the
 // same values as GoMLX's own (TestDotGradient), so other GoMLX graphs in the process are unaffected but faster.
@@ -23,15 +23,24 @@ import (
 
 var (
 	dotGradientOnce sync.Once
+	dotGradientMu   sync.Mutex // guards the two below for DotGradientEngine
+	dotGradientDone bool
 	dotGradientErr  error
 	// gomlxDotGradient is GoMLX's own DotGeneral VJP, kept for tests.
 	gomlxDotGradient graph.VJP
 )
 
-// registerDotGradient installs dotGeneralVJP for DotGeneral nodes, once per process. It fails (and leaves GoMLX
-// alone) when GoMLX's DotGeneral node no longer carries its axes where dotAxes reads them.
-func registerDotGradient(backend backends.Backend) error {
+// InstallDotGradient installs dotGeneralVJP for DotGeneral nodes, once per process (backend builds a probe
+// graph). On any GoMLX but PinnedGoMLX, or when GoMLX's DotGeneral node no longer carries its axes where dotAxes
+// reads them, it leaves GoMLX's own gradient in place and says why; DotGradientEngine reports it.
+func InstallDotGradient(backend backends.Backend) error {
 	dotGradientOnce.Do(func() {
+		dotGradientMu.Lock()
+		defer func() { dotGradientDone = true; dotGradientMu.Unlock() }()
+		if err := checkVersion(); err != nil {
+			dotGradientErr = fmt.Errorf("GoMLX's DotGeneral gradient kept: %w", err)
+			return
+		}
 		g := graph.NewGraph(backend, "probe")
 		defer g.Finalize()
 		if _, err := dotAxes(graph.DotGeneral(graph.Parameter(g, "a", shapes.Make(dtypes.Float32, 2, 3)), []int{1}, nil,
@@ -45,11 +54,11 @@ func registerDotGradient(backend backends.Backend) error {
 	return dotGradientErr
 }
 
-// dotParams are a DotGeneral node's contracting and batch axes.
-type dotParams struct{ lc, lb, rc, rb []int }
+// nodeAxes are a DotGeneral graph node's contracting and batch axes.
+type nodeAxes struct{ lc, lb, rc, rb []int }
 
 // dotAxes reads a DotGeneral node's axes from GoMLX's (unexported) node inputs.
-func dotAxes(n *graph.Node) (p dotParams, err error) {
+func dotAxes(n *graph.Node) (p nodeAxes, err error) {
 	in := reflect.ValueOf(n).Elem().FieldByName("inputs")
 	if !in.IsValid() || in.Kind() != reflect.Interface || in.IsNil() || in.Elem().Kind() != reflect.Pointer {
 		return p, fmt.Errorf("DotGeneral node has no inputs struct")
@@ -82,7 +91,7 @@ func dotAxes(n *graph.Node) (p dotParams, err error) {
 func dotGeneralVJP(node *graph.Node, vs []*graph.Node, _ shapes.Shape) []*graph.Node {
 	p, err := dotAxes(node)
 	if err != nil {
-		panic(err) // registerDotGradient checked the layout
+		panic(err) // InstallDotGradient checked the layout
 	}
 	v := vs[0]
 	lhs, rhs := node.Inputs()[0], node.Inputs()[1]
@@ -150,4 +159,19 @@ func backPermutation(rank int, batch, cross, contracting []int) []int {
 		perm[a] = r
 	}
 	return perm
+}
+
+// DotGradientEngine says which DotGeneral gradient graphs differentiate with: this package's, or GoMLX's own
+// and why.
+func DotGradientEngine() string {
+	dotGradientMu.Lock()
+	done, err := dotGradientDone, dotGradientErr
+	dotGradientMu.Unlock()
+	switch {
+	case !done:
+		return "GoMLX's own (no model built yet)"
+	case err != nil:
+		return fmt.Sprintf("GoMLX's own (%v)", err)
+	}
+	return "two DotGenerals (internal/kernels)"
 }
