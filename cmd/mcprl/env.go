@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os/signal"
 	"syscall"
@@ -13,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcprl/mcprl/envserver"
+	"github.com/mcprl/mcprl/internal/httpguard"
 	"github.com/mcprl/mcprl/reward"
 	"github.com/mcprl/mcprl/sandbox"
 	"github.com/mcprl/mcprl/task"
@@ -30,9 +30,9 @@ func newEnvCmd() *cobra.Command {
 
 func newEnvServeCmd() *cobra.Command {
 	var (
-		fixtures, tasksPath, dsn, rewards, listen string
-		opts                                      envserver.Options
-		verbose                                   bool
+		fixtures, tasksPath, dsn, rewards, listen, tokenEnv string
+		opts                                                envserver.Options
+		verbose                                             bool
 	)
 	cmd := &cobra.Command{
 		Use:   "serve --fixtures DIR --tasks FILE [--dsn DSN] [--rewards NAMES] [--listen ADDR]",
@@ -56,6 +56,10 @@ Example:
   mcprl env serve --fixtures examples/fixtures --tasks examples/customers/tasks.jsonl --listen 127.0.0.1:8000`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			token, err := httpguard.TokenFromEnv(tokenEnv)
+			if err != nil {
+				return err
+			}
 			fxs, err := task.LoadFixtures(fixtures)
 			if err != nil {
 				return err
@@ -77,14 +81,14 @@ Example:
 			if err != nil {
 				return err
 			}
-			l, err := net.Listen("tcp", listen)
+			l, err := httpguard.Listen(listen, token != "", cmd.ErrOrStderr())
 			if err != nil {
 				srv.Close()
-				return fmt.Errorf("listen: %w", err)
+				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "mcprl: environment server at http://%s/ (fixtures %s, %d tasks, rewards %s)\n",
 				l.Addr(), fixtures, len(opts.Tasks), rewards)
-			hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+			hs := &http.Server{Handler: httpguard.Bearer(token, srv.Handler()), ReadHeaderTimeout: 10 * time.Second}
 			errc := make(chan error, 1)
 			go func() { errc <- hs.Serve(l) }()
 			select {
@@ -109,7 +113,8 @@ Example:
 	f.StringVar(&tasksPath, "tasks", "", "tasks JSONL a reset may name by id (a reset may also give the task inline)")
 	f.StringVar(&dsn, "dsn", "", "PostgreSQL DSN (postgres://user:pass@host/db); empty uses embedded SQLite")
 	f.StringVar(&rewards, "rewards", envserver.DefaultRewards, "reward of a finished episode: comma-separated NAME or NAME:WEIGHT of "+fmt.Sprint(reward.NewRegistry().Names())+"; the seed reward is always reported too")
-	f.StringVar(&listen, "listen", "127.0.0.1:8000", "address to listen on (loopback by default; give 0.0.0.0:PORT to serve other hosts)")
+	f.StringVar(&listen, "listen", "127.0.0.1:8000", "[HOST:]PORT to listen on (no host: 127.0.0.1; another host prints a warning, give --token-env there)")
+	f.StringVar(&tokenEnv, "token-env", "", "require the bearer token held by this environment variable on every request (Authorization: Bearer ...)")
 	f.IntVar(&opts.MaxSessions, "max-sessions", envserver.DefaultMaxSessions, "most concurrent sessions; more get CAPACITY_REACHED")
 	f.DurationVar(&opts.IdleTimeout, "idle-timeout", envserver.DefaultIdleTimeout, "free a session (its fork and connection) after this long without a message")
 	f.DurationVar(&opts.CallTimeout, "call-timeout", sandbox.DefaultCallTimeout, "longest time one tool call may take")

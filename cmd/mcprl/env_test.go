@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"net/http"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -99,5 +100,58 @@ func TestEnvServeListensOnLoopback(t *testing.T) {
 	f := newEnvServeCmd().Flags().Lookup("listen")
 	if f == nil || !strings.HasPrefix(f.DefValue, "127.0.0.1:") {
 		t.Fatalf("--listen defaults to %v", f)
+	}
+}
+
+// TestEnvServeToken: with --token-env every endpoint, the WebSocket one
+// included, answers 401 without the token and serves with it.
+func TestEnvServeToken(t *testing.T) {
+	bin := buildMcprl(t)
+	t.Setenv("MCPRL_ENV_TEST_TOKEN", "s3cret")
+	_, base, _ := startEnvServe(t, bin, "--token-env", "MCPRL_ENV_TEST_TOKEN")
+	get := func(token string) int {
+		req, err := http.NewRequest("GET", base+"/health", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := get(""); got != http.StatusUnauthorized {
+		t.Errorf("/health without a token: %d, want 401", got)
+	}
+	if got := get("wrong"); got != http.StatusUnauthorized {
+		t.Errorf("/health with a wrong token: %d, want 401", got)
+	}
+	if got := get("s3cret"); got != http.StatusOK {
+		t.Errorf("/health with the token: %d, want 200", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ws := "ws" + strings.TrimPrefix(base, "http") + "/ws"
+	if _, resp, err := websocket.Dial(ctx, ws, nil); err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("/ws without a token: err %v, response %v; want 401", err, resp)
+	}
+	c, _, err := websocket.Dial(ctx, ws, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer s3cret"}}})
+	if err != nil {
+		t.Fatalf("/ws with the token: %v", err)
+	}
+	c.CloseNow()
+}
+
+// TestEnvServeTokenEnvUnset: naming an unset variable is an error, never a
+// server without its token.
+func TestEnvServeTokenEnvUnset(t *testing.T) {
+	bin := buildMcprl(t)
+	out, err := exec.Command(bin, "env", "serve", "--fixtures", "../../examples/fixtures", "--token-env", "MCPRL_ENV_TEST_UNSET").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "MCPRL_ENV_TEST_UNSET") {
+		t.Fatalf("err %v, output %s", err, out)
 	}
 }

@@ -10,12 +10,13 @@
 The server is ``set_server_url(...)``'s, else ``$MCPRL_ENV_URL``, else ``http://127.0.0.1:8000``.
 """
 
-from .client import SERVER_URL_ENV, ServerError, Session, server_url, set_server_url
+from .client import SERVER_URL_ENV, TOKEN_ENV, ServerError, Session, server_url, set_server_url
 from .env import Environment, environment_class
 from .rewards import assertions_reward, compute_mcp_reward, server_reward
 
 __all__ = [
     "SERVER_URL_ENV",
+    "TOKEN_ENV",
     "Environment",
     "ServerError",
     "Session",

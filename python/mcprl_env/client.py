@@ -12,6 +12,8 @@ from websockets.sync.client import ClientConnection, connect
 #: Environment variable naming the server, e.g. ``http://127.0.0.1:8000``.
 SERVER_URL_ENV = "MCPRL_ENV_URL"
 DEFAULT_SERVER_URL = "http://127.0.0.1:8000"
+#: Environment variable holding the bearer token of a server started with ``--token-env``.
+TOKEN_ENV = "MCPRL_ENV_TOKEN"
 
 _server_url: str | None = None
 
@@ -62,8 +64,15 @@ class Session:
             # Keepalive pings tell the server this session is alive while the trainer generates for minutes;
             # no pong deadline here: a trainer busy on the GIL must not drop its own episodes (the server frees
             # sessions whose peer stops answering its own pings).
+            token = os.environ.get(TOKEN_ENV, "").strip()
+            headers = {"Authorization": f"Bearer {token}"} if token else None
             self._ws = connect(
-                _ws_url(self.url), open_timeout=self.timeout, max_size=64 * 1024 * 1024, ping_interval=30, ping_timeout=None
+                _ws_url(self.url),
+                open_timeout=self.timeout,
+                max_size=64 * 1024 * 1024,
+                ping_interval=30,
+                ping_timeout=None,
+                additional_headers=headers,
             )
         return self._ws
 

@@ -176,3 +176,19 @@ def test_verl_tool_keyed_by_request(server: str) -> None:
     assert compute_score("mcprl", "I did nothing.", task["ground_truth_assertions"], {"task_id": task["id"]}) == 0.0
     seed = compute_score("mcprl", golden_text(task), None, {"task_id": task["id"], "reward": "seed"})
     assert seed == 1.0  # the golden's first query names "inactive": the user's full score
+
+
+def test_token(mcprl: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server started with --token-env refuses a session without the token and serves one that sends
+    $MCPRL_ENV_TOKEN."""
+    from websockets.exceptions import InvalidStatus
+
+    monkeypatch.setenv("MCPRL_ENV_TOKEN", "s3cret")
+    with env_serve(mcprl, "--token-env", "MCPRL_ENV_TOKEN") as url:
+        task = tasks()[0]
+        s = mcprl_env.Session(url)
+        assert s.reset(task_id=task["id"])["task"] == task["task"]
+        s.close()
+        monkeypatch.delenv("MCPRL_ENV_TOKEN")
+        with pytest.raises(InvalidStatus, match="401"):
+            mcprl_env.Session(url).reset(task_id=task["id"])
