@@ -208,7 +208,7 @@ func TestBrowserCharts(t *testing.T) {
 		}
 	}
 	files := map[string]map[int]map[string]*float64{
-		"grpo": metricsOf(t, "testdata/grpo/metrics.jsonl"),
+		"grpo":   metricsOf(t, "testdata/grpo/metrics.jsonl"),
 		"sft":    metricsOf(t, "testdata/sft/metrics.jsonl"),
 		"quick6": metricsOf(t, "testdata/quick6/metrics.jsonl"),
 	}
