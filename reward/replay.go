@@ -3,11 +3,11 @@ package reward
 import (
 	"context"
 	"encoding/json"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcprl/mcprl/chat"
+	"github.com/mcprl/mcprl/sandbox"
 	"github.com/mcprl/mcprl/toolcall"
 )
 
@@ -45,21 +45,11 @@ func Replay(ctx context.Context, c Caller, text string) (*chat.Trajectory, error
 			cr.Text = err.Error()
 		default:
 			cr.IsError = res.IsError
-			cr.Text = resultText(res)
+			cr.Text = sandbox.ResultText(res) // as rollouts read it
 			cr.Structured = res.StructuredContent
 		}
 		turn.Calls = append(turn.Calls, cr)
 	}
 	traj.Turns = []chat.Turn{turn}
 	return traj, nil
-}
-
-func resultText(res *mcp.CallToolResult) string {
-	var parts []string
-	for _, c := range res.Content {
-		if t, ok := c.(*mcp.TextContent); ok {
-			parts = append(parts, t.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
 }
