@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"sync"
 
 	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/model"
@@ -49,34 +48,11 @@ func (c Config) k() int {
 	return c.K
 }
 
-// SessionCapacity is the KV-cache size a model.Policy needs for one batch
-// under c whose longest prompt has promptLen tokens: the prompt chunk, then
-// per turn its sampled tokens and its observation chunk (the GRPO trainer's
-// bound).
-func (c Config) SessionCapacity(promptLen int) int {
-	iters := c.MaxToolCallingIterations
-	return model.Bucket(promptLen) + (iters+1)*c.MaxCompletionLength + iters*model.Bucket(c.MaxCompletionLength)
-}
-
-// Sampled samples every batch from m with a KV cache sized to the batch's
-// longest prompt under cfg (a cache much larger than needed costs time on
-// every decoding step).
+// Sampled samples every batch from m, with a KV cache sized to the batch's
+// prompts and cfg's limits as the GRPO trainer sizes it (a cache much
+// larger than needed costs time on every decoding step).
 func Sampled(m *model.Model, cfg Config) PolicyFor {
-	p := &sized{m: m, cfg: cfg}
-	return func([]*task.Task, int) (policy.Policy, error) { return p, nil }
-}
-
-type sized struct {
-	m   *model.Model
-	cfg Config
-}
-
-func (s *sized) NewBatch(ctx context.Context, prompts [][]int32, opts policy.SampleOptions) (policy.Batch, error) {
-	longest := 0
-	for _, p := range prompts {
-		longest = max(longest, len(p))
-	}
-	return (&model.Policy{M: s.m, Capacity: s.cfg.SessionCapacity(longest)}).NewBatch(ctx, prompts, opts)
+	return Fixed(&model.Policy{M: m, CompletionSlots: model.CompletionSlots(cfg.MaxCompletionLength, cfg.MaxToolCallingIterations)})
 }
 
 // PolicyFor returns the policy that samples one batch, in which tasks[j]
@@ -206,11 +182,6 @@ func (e *Evaluator) Run(ctx context.Context, tasks []task.Task) ([]*Sample, erro
 	return out, nil
 }
 
-type scored struct {
-	assertions, verifiable reward.Score
-	err                    string
-}
-
 func (e *Evaluator) batch(ctx context.Context, tasks []task.Task, b int64) ([]*Sample, error) {
 	cfg := e.Config
 	n := cfg.samples()
@@ -231,8 +202,6 @@ func (e *Evaluator) batch(ctx context.Context, tasks []task.Task, b int64) ([]*S
 	}
 	opts := cfg.Sample
 	opts.Seed = cfg.Sample.Seed*1_000_003 + b
-	var mu sync.Mutex
-	scores := map[*chat.Trajectory]scored{}
 	r := &rollout.Runner{
 		Policy:    pol,
 		Tokenizer: e.Tokenizer,
@@ -244,41 +213,25 @@ func (e *Evaluator) batch(ctx context.Context, tasks []task.Task, b int64) ([]*S
 			MaxToolCallingIterations: cfg.MaxToolCallingIterations,
 			Sample:                   opts,
 		},
-		Finish: func(ctx context.Context, tk *task.Task, tr *chat.Trajectory, sb *sandbox.Sandbox) error {
-			in := &reward.Input{Task: tk, Trajectory: tr, Sandbox: sb}
-			var s scored
-			a, err := reward.NewAssertions().Score(ctx, in)
-			if err == nil {
-				var v reward.Score
-				if v, err = reward.Verifiable().Score(ctx, in); err == nil {
-					s.assertions, s.verifiable = a, v
-				}
-			}
-			if err != nil {
-				s.err = err.Error()
-			}
-			mu.Lock()
-			scores[tr] = s
-			mu.Unlock()
-			return nil
-		},
+		Rewards: []reward.Func{reward.NewAssertions(), reward.Verifiable()},
 	}
-	trajs, err := r.Run(ctx, jobs)
+	results, err := r.Run(ctx, jobs)
 	if err != nil {
 		return nil, fmt.Errorf("eval: rollout: %w", err)
 	}
-	out := make([]*Sample, len(trajs))
-	for i, tr := range trajs {
-		t := ptrs[i/n]
-		s := &Sample{Task: t, Index: i % n, Trajectory: tr, Catalog: toolNames(e.Sandboxes[t.Fixture])}
-		sc, ok := scores[tr]
+	out := make([]*Sample, len(results))
+	for i, res := range results {
+		t := res.Task
+		s := &Sample{Task: t, Index: i % n, Trajectory: res.Trajectory, Catalog: toolNames(e.Sandboxes[t.Fixture])}
 		switch {
-		case !ok:
-			s.ScoreError = "not scored: " + tr.Error
-		case sc.err != "":
-			s.ScoreError = sc.err
+		case res.Scores == nil:
+			s.ScoreError = "not scored: " + res.Error
+		case res.Errs[0] != nil:
+			s.ScoreError = res.Errs[0].Error()
+		case res.Errs[1] != nil:
+			s.ScoreError = res.Errs[1].Error()
 		default:
-			s.Assertions, s.Verifiable = sc.assertions, sc.verifiable
+			s.Assertions, s.Verifiable = res.Scores[0], res.Scores[1]
 		}
 		out[i] = s
 	}

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/mcprl/mcprl/train"
 )
 
 // TestUserConfigLoadsAsIs loads the user's GRPOConfig (testdata/user_config.yaml, the seed's keyword
@@ -175,7 +177,7 @@ func TestConfigValidation(t *testing.T) {
 			t.Errorf("error %v, want it to contain %q", err, w)
 		}
 	}
-	var ve *ValueError
+	var ve *train.ValueError
 	if !errors.As(err, &ve) || ve.Line == 0 {
 		t.Errorf("errors.As(*ValueError) on %v: %+v", err, ve)
 	}
@@ -202,18 +204,6 @@ func TestQuickExampleConfig(t *testing.T) {
 	}
 	if cfg.Tasks == "" || cfg.Fixtures == "" || len(cfg.Rewards) == 0 || cfg.Model == "" {
 		t.Errorf("quick.yaml must name model, tasks, fixtures and rewards: %+v", cfg)
-	}
-}
-
-func TestStepsEvery(t *testing.T) {
-	for _, c := range []struct {
-		v     float64
-		total int
-		want  int
-	}{{10, 100, 10}, {0.1, 95, 10}, {0.001, 10, 1}, {500, 30, 500}} {
-		if got := StepsEvery(c.v, c.total); got != c.want {
-			t.Errorf("StepsEvery(%v, %d) = %d, want %d", c.v, c.total, got, c.want)
-		}
 	}
 }
 

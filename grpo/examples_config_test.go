@@ -1,30 +1,35 @@
 package grpo_test
 
 import (
+	"bytes"
+	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/mcprl/mcprl/grpo"
 )
 
-// TestExampleConfigs: every mcprl YAML config shipped under examples/ loads and validates, so a README command
-// that names one cannot fail on its config. examples/verl holds verl's own tool configuration, not mcprl's.
+// TestExampleConfigs: every train config shipped under examples/ (a YAML file whose first line is
+// "# mcprl train ...") loads and validates, so a README command that names one cannot fail on its config.
+// sft's test loads the "# mcprl sft" ones.
 func TestExampleConfigs(t *testing.T) {
 	paths, err := filepath.Glob("../examples/*/*.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	kept := paths[:0]
+	n := 0
 	for _, p := range paths {
-		if filepath.Base(filepath.Dir(p)) != "verl" {
-			kept = append(kept, p)
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	paths = kept
-	if len(paths) < 5 {
-		t.Fatalf("found %d example configs: %v", len(paths), paths)
-	}
-	for _, p := range paths {
+		switch {
+		case bytes.HasPrefix(data, []byte("# mcprl sft ")):
+			continue
+		case !bytes.HasPrefix(data, []byte("# mcprl train ")):
+			continue // not a config of mcprl train or sft (a verl tool config, ...)
+		}
+		n++
 		c, err := grpo.Load(p)
 		if err != nil {
 			t.Errorf("%s: %v", p, err)
@@ -33,5 +38,8 @@ func TestExampleConfigs(t *testing.T) {
 		if err := c.Validate(); err != nil {
 			t.Errorf("%s: %v", p, err)
 		}
+	}
+	if n < 2 {
+		t.Errorf("found %d train configs in %v, want examples/customers/quick.yaml and examples/experiment/grpo.yaml at least", n, paths)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/mcprl/mcprl/train"
 )
 
 // Generation is how a policy trained by GRPO samples and runs its tools:
@@ -59,7 +61,7 @@ func (g *Generation) hfGenerationConfig(raw json.RawMessage) (json.RawMessage, e
 // with (its trainer_state.json); nil, nil when it has none (a model not
 // trained by mcprl's GRPO).
 func LoadGeneration(modelDir string) (*Generation, error) {
-	data, err := os.ReadFile(filepath.Join(modelDir, stateFile))
+	data, err := os.ReadFile(filepath.Join(modelDir, train.StateFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -70,7 +72,7 @@ func LoadGeneration(modelDir string) (*Generation, error) {
 		Generation *Generation `json:"generation"`
 	}
 	if err := json.Unmarshal(data, &st); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(modelDir, stateFile), err)
+		return nil, fmt.Errorf("%s: %w", filepath.Join(modelDir, train.StateFile), err)
 	}
 	return st.Generation, nil
 }

@@ -64,25 +64,6 @@ type goldenFile struct {
 		Reward            num    `json:"reward"`
 		RewardStd         num    `json:"reward_std"`
 	} `json:"advantage_cases"`
-	ScheduleCases []struct {
-		Kind        string    `json:"kind"`
-		Total       int       `json:"total"`
-		WarmupRatio float64   `json:"warmup_ratio"`
-		BaseLR      float64   `json:"base_lr"`
-		LRs         []float64 `json:"lrs"`
-	} `json:"schedule_cases"`
-	AdamW struct {
-		Shapes      [][]int   `json:"shapes"`
-		P0          []any     `json:"p0"`
-		Grads       [][]any   `json:"grads"`
-		LRs         []float64 `json:"lrs"`
-		MaxNorm     float64   `json:"max_norm"`
-		WeightDecay []float64 `json:"weight_decay"`
-		Betas       []float64 `json:"betas"`
-		Eps         float64   `json:"eps"`
-		GradNorms   []float64 `json:"grad_norms"`
-		Params      [][]any   `json:"params"`
-	} `json:"adamw"`
 }
 
 var loadGolden = sync.OnceValues(func() (*goldenFile, error) {

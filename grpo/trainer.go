@@ -7,11 +7,8 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
-	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:staticcheck // GoMLX graph code reads best with the dot import.
@@ -25,10 +22,10 @@ import (
 	"github.com/mcprl/mcprl/report"
 	"github.com/mcprl/mcprl/reward"
 	"github.com/mcprl/mcprl/rollout"
-	"github.com/mcprl/mcprl/runlog"
 	"github.com/mcprl/mcprl/sandbox"
 	"github.com/mcprl/mcprl/task"
 	"github.com/mcprl/mcprl/tokenizer"
+	"github.com/mcprl/mcprl/train"
 )
 
 // Trainer runs GRPO: for each generation batch it rolls out num_generations
@@ -59,146 +56,106 @@ type Trainer struct {
 	vars                                     []*mlctx.Variable
 }
 
-// State is the trainer's position, saved in trainer_state.json: with the
-// model and optimizer state it is all a resumed run needs, since sampling
-// seeds and the data order derive from it.
-type State struct {
-	GlobalStep int     `json:"global_step"`
-	MaxSteps   int     `json:"max_steps"`
-	Epoch      float64 `json:"epoch"`
-	// PromptCursor counts prompts drawn so far (the data position).
-	PromptCursor int `json:"prompt_cursor"`
-	// Rounds counts generation rounds so far (each seeds its sampling).
-	Rounds     int              `json:"generation_rounds"`
-	LogHistory []map[string]any `json:"log_history,omitempty"`
-	// Generation is how the policy was sampled in training, for whoever
-	// evaluates the checkpoint.
-	Generation *Generation `json:"generation,omitempty"`
-}
-
 // Train runs the whole schedule, or what is left of it when resume finds a
-// checkpoint in output_dir. It writes metrics.jsonl, checkpoint-STEP/ every
-// save_steps and final/ at the end.
+// checkpoint in output_dir. Every steps_per_generation x num_iterations /
+// gradient_accumulation_steps optimizer steps it draws a new generation
+// batch (rollouts, rewards, advantages); each step then trains on its share
+// of the batch's micro-batches. It writes metrics.jsonl, checkpoint-STEP/
+// every save_steps (at the end of a generation batch) and final/, and ends
+// with a summary line.
 func (t *Trainer) Train(ctx context.Context, resume bool) error {
 	cfg := t.Config
 	if cfg.Beta > 0 && t.Ref == nil {
 		return fmt.Errorf("grpo: beta %g needs a reference model", cfg.Beta)
 	}
-	total, err := cfg.TotalSteps(len(t.Tasks))
+	total, perEpoch, cycleSteps, err := t.schedule()
 	if err != nil {
 		return fmt.Errorf("grpo: %w", err)
 	}
-	perEpoch, err := cfg.StepsPerEpoch(len(t.Tasks))
-	if err != nil {
-		return fmt.Errorf("grpo: %w", err)
-	}
-	_, spg, err := cfg.Generation()
-	if err != nil {
-		return fmt.Errorf("grpo: %w", err)
-	}
-	if (spg*cfg.NumIterations)%cfg.GradientAccumulationSteps != 0 {
-		return fmt.Errorf("grpo: steps_per_generation (%d) x num_iterations (%d) must be a multiple of gradient_accumulation_steps (%d)",
-			spg, cfg.NumIterations, cfg.GradientAccumulationSteps)
-	}
-	cycleSteps := spg * cfg.NumIterations / cfg.GradientAccumulationSteps
-	if err := os.MkdirAll(cfg.OutputDir, 0o755); err != nil {
-		return fmt.Errorf("grpo: %w", err)
-	}
-
-	st := &State{MaxSteps: total}
+	st := &train.State{}
 	if resume {
-		if st, err = t.restore(); err != nil {
-			return err
+		if st, err = train.Restore(cfg.OutputDir, t.Model); err != nil {
+			return fmt.Errorf("grpo: %w", err)
 		}
-		st.MaxSteps = total
 	}
 	// The saved model folders carry the generation settings.
-	st.Generation = cfg.Sampling()
-	if t.Model.GenerationConfig, err = st.Generation.hfGenerationConfig(t.Model.GenerationConfig); err != nil {
+	if err := t.recordGeneration(st); err != nil {
 		return fmt.Errorf("grpo: %w", err)
 	}
-	metrics, err := OpenMetrics(filepath.Join(cfg.OutputDir, "metrics.jsonl"), st.GlobalStep)
-	if err != nil {
-		return err
-	}
-	defer metrics.Close()
 	if err := t.compile(); err != nil {
 		return err
 	}
-
-	logEvery := StepsEvery(cfg.LoggingSteps, total)
-	saveEvery := StepsEvery(cfg.SaveSteps, total)
-	window := NewLogWindow()
-	var gen *generation
-	start, firstStep := time.Now(), st.GlobalStep
-	log, err := runlog.Open(runlog.Options{
-		OutputDir: cfg.OutputDir, Label: "train", TotalSteps: total, StartStep: st.GlobalStep,
-		Progress: t.Progress, ReportTo: cfg.ReportTo, LoggingDir: cfg.LoggingDir,
-	})
-	if err != nil {
-		return fmt.Errorf("grpo: %w", err)
+	loop := &train.Loop{
+		Args: &cfg.Arguments, Model: t.Model, TokenizerDir: t.TokenizerDir,
+		TotalSteps: total, StepsPerEpoch: perEpoch,
+		CanSave: func(step int) bool { return step%cycleSteps == 0 },
+		Label:   "train", Show: []string{"reward"}, Progress: t.Progress,
 	}
-	defer log.Close()
-	for st.GlobalStep < total {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+	var gen *generation
+	step := func(ctx context.Context, st *train.State, lr float64, w *train.LogWindow) (train.StepResult, error) {
 		offset := st.GlobalStep % cycleSteps
 		if gen == nil || offset == 0 {
+			var err error
 			if gen, err = t.generate(ctx, st); err != nil {
-				return err
+				return train.StepResult{}, err
 			}
-			window.AddAll(gen.metrics)
-		}
-		lr, err := cfg.LearningRateAt(st.GlobalStep, total)
-		if err != nil {
-			return err
+			w.AddAll(gen.metrics)
 		}
 		loss, gradNorm, stepMetrics, err := t.optimizerStep(gen, offset, lr)
 		if err != nil {
-			return fmt.Errorf("grpo: step %d: %w", st.GlobalStep+1, err)
+			return train.StepResult{}, err
 		}
-		window.AddStep(loss, gradNorm)
 		for _, m := range stepMetrics {
-			window.AddAll(m)
+			w.AddAll(m)
 		}
-		st.GlobalStep++
-		st.Epoch = float64(st.GlobalStep) / float64(perEpoch)
-		// The bar's speed counts the steps this process ran (a resumed run did not run the earlier ones).
-		log.Step(st.GlobalStep, progress.F("reward", gen.metrics["reward"]), progress.Field{Name: "loss", Value: loss, Format: "%.4f"})
-		if st.GlobalStep%logEvery == 0 || st.GlobalStep == total {
-			next, _ := cfg.LearningRateAt(st.GlobalStep, total)
-			logs := window.Flush(next)
-			logs["step"] = float64(st.GlobalStep)
-			logs["epoch"] = st.Epoch
-			rec := MetricsRecord(logs)
-			if err := metrics.Write(rec); err != nil {
-				return err
-			}
-			st.LogHistory = append(st.LogHistory, rec)
-			if err := log.Logged(st.GlobalStep, logs, gen.samplesAt(st.GlobalStep), "reward", "loss"); err != nil {
-				return fmt.Errorf("grpo: %w", err)
-			}
-		}
-		if st.GlobalStep%saveEvery == 0 && st.GlobalStep%cycleSteps == 0 && st.GlobalStep < total {
-			if err := t.save(filepath.Join(cfg.OutputDir, fmt.Sprintf("checkpoint-%d", st.GlobalStep)), st); err != nil {
-				return err
-			}
-			log.Saved()
-		}
+		return train.StepResult{
+			Loss: loss, GradNorm: gradNorm, Show: []progress.Field{progress.F("reward", gen.metrics["reward"])},
+			Samples: gen.samplesAt(st.GlobalStep + 1),
+		}, nil
 	}
-	final := filepath.Join(cfg.OutputDir, "final")
-	if err := t.save(final, st); err != nil {
-		return err
-	}
-	log.Saved()
-	if err := log.Close(); err != nil {
+	start, firstStep := time.Now(), st.GlobalStep
+	if err := loop.Run(ctx, st, step); err != nil {
 		return fmt.Errorf("grpo: %w", err)
 	}
 	if t.Progress != nil {
-		fmt.Fprintln(t.Progress, summary(st, firstStep, time.Since(start), final))
+		fmt.Fprintln(t.Progress, summary(st, firstStep, time.Since(start), filepath.Join(cfg.OutputDir, "final")))
 	}
 	return nil
+}
+
+// schedule returns the run's length in optimizer steps, the steps of one
+// epoch, and the steps of one generation batch's cycle (steps_per_generation
+// x num_iterations / gradient_accumulation_steps).
+func (t *Trainer) schedule() (total, perEpoch, cycleSteps int, err error) {
+	cfg := t.Config
+	if total, err = cfg.TotalSteps(len(t.Tasks)); err != nil {
+		return 0, 0, 0, err
+	}
+	if perEpoch, err = cfg.StepsPerEpoch(len(t.Tasks)); err != nil {
+		return 0, 0, 0, err
+	}
+	_, spg, err := cfg.Generation()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if (spg*cfg.NumIterations)%cfg.GradientAccumulationSteps != 0 {
+		return 0, 0, 0, fmt.Errorf("steps_per_generation (%d) x num_iterations (%d) must be a multiple of gradient_accumulation_steps (%d)",
+			spg, cfg.NumIterations, cfg.GradientAccumulationSteps)
+	}
+	return total, perEpoch, spg * cfg.NumIterations / cfg.GradientAccumulationSteps, nil
+}
+
+// recordGeneration puts the generation settings into the state (saved in
+// trainer_state.json) and the model's generation_config.json.
+func (t *Trainer) recordGeneration(st *train.State) error {
+	g := t.Config.Sampling()
+	raw, err := json.Marshal(g)
+	if err != nil {
+		return err
+	}
+	st.Generation = raw
+	t.Model.GenerationConfig, err = g.hfGenerationConfig(t.Model.GenerationConfig)
+	return err
 }
 
 // number reads a logged value (float64, or int for step; nil for NaN),
@@ -216,7 +173,7 @@ func number(v any) float64 {
 // summary is the line a run ends with: the steps this process ran and
 // their speed, the reward from the first to the last logged step, where
 // the model is.
-func summary(st *State, firstStep int, took time.Duration, final string) string {
+func summary(st *train.State, firstStep int, took time.Duration, final string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "done: %d steps", st.GlobalStep)
 	if ran := st.GlobalStep - firstStep; ran > 0 {
@@ -257,7 +214,7 @@ type generation struct {
 // of each against live sandboxes, scores them and computes advantages. With
 // dynamic_sampling, groups whose rewards all agree are dropped and more
 // prompts are drawn to refill the batch.
-func (t *Trainer) generate(ctx context.Context, st *State) (*generation, error) {
+func (t *Trainer) generate(ctx context.Context, st *train.State) (*generation, error) {
 	cfg := t.Config
 	n := cfg.NumGenerations
 	want, err := cfg.PromptsPerGeneration()
@@ -273,29 +230,26 @@ func (t *Trainer) generate(ctx context.Context, st *State) (*generation, error) 
 		if err != nil {
 			return nil, err
 		}
-		got, scores, err := t.rollout(ctx, jobs, int64(st.Rounds))
+		got, err := t.rollout(ctx, jobs, int64(st.Rounds))
 		st.Rounds++
 		if err != nil {
 			return nil, err
 		}
-		for i, tr := range got {
-			if tr.Error != "" && t.Progress != nil {
-				fmt.Fprintf(t.Progress, "\nstep %d: a trajectory of task %q is left out of training: %s\n", st.GlobalStep+1, jobs[i/n].Task.ID, tr.Error)
+		for i, it := range got {
+			if it.traj.Error != "" && t.Progress != nil {
+				fmt.Fprintf(t.Progress, "\nstep %d: a trajectory of task %q is left out of training: %s\n", st.GlobalStep+1, jobs[i/n].Task.ID, it.traj.Error)
 			}
 		}
-		summed, err := WeightedRewards(transpose(scores), t.Weights)
+		rows := make([][]float64, len(got))
+		for i, it := range got {
+			rows[i] = it.scores
+		}
+		summed, err := WeightedRewards(rows, t.Weights)
 		if err != nil {
 			return nil, err
 		}
 		for g := 0; g < len(got)/n; g++ {
-			items := make([]scored, n)
-			for j := range items {
-				i := g*n + j
-				items[j] = scored{traj: got[i], task: jobs[i/n].Task, scores: make([]float64, len(t.Rewards))}
-				for k := range t.Rewards {
-					items[j].scores[k] = scores[k][i]
-				}
-			}
+			items := got[g*n : (g+1)*n]
 			if !cfg.DynamicSampling {
 				batch.Keep(items, summed[g*n:(g+1)*n])
 				continue
@@ -308,16 +262,18 @@ func (t *Trainer) generate(ctx context.Context, st *State) (*generation, error) 
 	batch.TopUp()
 	groups, _ := batch.Groups()
 	var trajs []*chat.Trajectory
+	var rows [][]float64
 	perFunc := make([][]float64, len(t.Rewards))
 	for _, grp := range groups {
 		for _, it := range grp {
 			trajs = append(trajs, it.traj)
+			rows = append(rows, it.scores)
 			for k := range t.Rewards {
 				perFunc[k] = append(perFunc[k], it.scores[k])
 			}
 		}
 	}
-	rewards, err := WeightedRewards(transpose(perFunc), t.Weights)
+	rewards, err := WeightedRewards(rows, t.Weights)
 	if err != nil {
 		return nil, err
 	}
@@ -352,7 +308,7 @@ func (t *Trainer) generate(ctx context.Context, st *State) (*generation, error) 
 			}
 		}
 	}
-	gen.length = SequenceBucket(longest)
+	gen.length = train.SequenceBucket(longest)
 	if cfg.NeedsOldLogProbs() || cfg.VLLMImportanceSamplingCorrection {
 		if gen.old, err = t.batchLogProbs(t.logProbs, gen); err != nil {
 			return nil, err
@@ -393,7 +349,7 @@ func (gen *generation) samplingLogProbs(cfg *Config) (logp, mask []float32) {
 
 // nextJobs draws the next prompts in TRL's order: a seeded shuffle of the
 // tasks per epoch (shuffle_dataset), whole generation batches only.
-func (t *Trainer) nextJobs(st *State, count int) ([]rollout.Job, error) {
+func (t *Trainer) nextJobs(st *train.State, count int) ([]rollout.Job, error) {
 	perEpoch := len(t.Tasks) / count * count
 	jobs := make([]rollout.Job, count)
 	for i := range jobs {
@@ -419,19 +375,19 @@ func (t *Trainer) nextJobs(st *State, count int) ([]rollout.Job, error) {
 }
 
 // rollout runs the jobs' trajectories and scores each with every reward
-// function while its sandbox is still open. scores[k][i] is function k's
-// score of trajectory i (NaN when it could not be scored, as TRL's None).
-func (t *Trainer) rollout(ctx context.Context, jobs []rollout.Job, round int64) ([]*chat.Trajectory, [][]float64, error) {
+// function while its sandbox is still open. A score is NaN (TRL's None)
+// where the function failed, and every score of a trajectory that an
+// infrastructure failure ended (leaveOut), its fork's failure included, is
+// NaN.
+func (t *Trainer) rollout(ctx context.Context, jobs []rollout.Job, round int64) ([]scored, error) {
 	cfg := t.Config
 	// TRL's None: no limit but max_completion_length.
 	iters := math.MaxInt32
 	if cfg.MaxToolCallingIterations != nil {
 		iters = *cfg.MaxToolCallingIterations
 	}
-	var mu sync.Mutex
-	scored := map[*chat.Trajectory][]float64{}
 	r := &rollout.Runner{
-		Policy:    &model.Policy{M: t.Model, CompletionSlots: completionSlots(cfg, iters)},
+		Policy:    &model.Policy{M: t.Model, CompletionSlots: model.CompletionSlots(cfg.MaxCompletionLength, iters)},
 		Tokenizer: t.Tokenizer,
 		Template:  t.Template,
 		Config: rollout.Config{
@@ -444,57 +400,35 @@ func (t *Trainer) rollout(ctx context.Context, jobs []rollout.Job, round int64) 
 				Seed: cfg.Seed*1_000_003 + round,
 			},
 		},
-		Finish: func(ctx context.Context, tk *task.Task, tr *chat.Trajectory, sb *sandbox.Sandbox) error {
-			s := make([]float64, len(t.Rewards))
-			if leaveOut(tr) {
-				for k := range s {
-					s[k] = math.NaN()
-				}
-				mu.Lock()
-				scored[tr] = s
-				mu.Unlock()
-				return nil
-			}
-			var firstErr error
-			for k, f := range t.Rewards {
-				sc, err := f.Score(ctx, &reward.Input{Task: tk, Trajectory: tr, Sandbox: sb})
-				if err != nil {
-					s[k] = math.NaN()
-					if firstErr == nil {
-						firstErr = fmt.Errorf("reward %s: %w", f.Name(), err)
-					}
-					continue
-				}
-				s[k] = sc.Value
-			}
-			mu.Lock()
-			scored[tr] = s
-			mu.Unlock()
-			return firstErr
-		},
+		Rewards: t.Rewards,
 	}
-	trajs, err := r.Run(ctx, jobs)
+	results, err := r.Run(ctx, jobs)
 	if err != nil {
-		return nil, nil, fmt.Errorf("grpo: rollout: %w", err)
+		return nil, fmt.Errorf("grpo: rollout: %w", err)
 	}
-	scores := make([][]float64, len(t.Rewards))
-	for k := range scores {
-		scores[k] = make([]float64, len(trajs))
-	}
-	for i, tr := range trajs {
-		s, ok := scored[tr]
-		for k := range scores {
-			if ok {
-				scores[k][i] = s[k]
-			} else {
-				// Never finished with an open sandbox (the fork failed):
-				// score it without one, so that hallucination and format
-				// rewards still see what the policy wrote.
-				scores[k][i] = math.NaN()
+	out := make([]scored, len(results))
+	for i, res := range results {
+		out[i] = scored{traj: res.Trajectory, task: res.Task, scores: make([]float64, len(t.Rewards))}
+		if leaveOut(res.Trajectory) {
+			for k := range out[i].scores {
+				out[i].scores[k] = math.NaN()
 			}
+			continue
+		}
+		for k, f := range t.Rewards {
+			if res.Scores == nil || res.Errs[k] != nil {
+				out[i].scores[k] = math.NaN()
+				if res.Errs != nil && res.Errs[k] != nil && res.Trajectory.Error == "" {
+					// The first failing reward's error ends up in the
+					// trajectory's record (tools/trajectory_error_rate).
+					res.Trajectory.Error = fmt.Sprintf("reward %s: %v", f.Name(), res.Errs[k])
+				}
+				continue
+			}
+			out[i].scores[k] = res.Scores[k].Value
 		}
 	}
-	return trajs, scores, nil
+	return out, nil
 }
 
 // leaveOut masks a trajectory that an infrastructure failure ended (its
@@ -510,14 +444,6 @@ func leaveOut(tr *chat.Trajectory) bool {
 		tr.Mask[i] = 0
 	}
 	return true
-}
-
-// completionSlots sizes the KV cache of a rollout batch after its prompts:
-// the sampled tokens of every turn and an observation chunk per tool round.
-// A batch that still runs out ends the sequences that wanted more as
-// truncated (see model.Policy).
-func completionSlots(cfg *Config, iters int) int {
-	return 2*cfg.MaxCompletionLength + min(iters, 8)*model.Bucket(min(cfg.MaxCompletionLength, 512))
 }
 
 // trajectoryMetrics are the completion and tool-use statistics of a batch.
@@ -676,24 +602,11 @@ func metricKeys(cfg *Config) []string {
 	return keys
 }
 
-// TrainableVariables returns m's trainable variables (not the optimizer's
-// state) in a fixed order: what a training step differentiates and updates.
-func TrainableVariables(m *model.Model) []*mlctx.Variable {
-	var vars []*mlctx.Variable
-	for v := range m.Ctx.IterVariables() {
-		if v.Trainable && !strings.HasPrefix(v.Scope(), OptimizerScope) {
-			vars = append(vars, v)
-		}
-	}
-	sort.Slice(vars, func(i, j int) bool { return vars[i].ScopeAndName() < vars[j].ScopeAndName() })
-	return vars
-}
-
 // compile builds the training and log-prob graphs (compiled per shape on
 // first use, then reused).
 func (t *Trainer) compile() error {
 	cfg := t.Config
-	t.vars = TrainableVariables(t.Model)
+	t.vars = train.TrainableVariables(t.Model)
 	if len(t.vars) == 0 {
 		return fmt.Errorf("grpo: the model has no trainable variables")
 	}
@@ -771,87 +684,3 @@ func (t *Trainer) compile() error {
 	}
 	return nil
 }
-
-// MetricsRecord turns a log window into a JSON-ready record (NaN as null).
-func MetricsRecord(logs map[string]float64) map[string]any {
-	rec := make(map[string]any, len(logs))
-	for k, v := range logs {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			rec[k] = nil
-		} else {
-			rec[k] = v
-		}
-	}
-	if s, ok := logs["step"]; ok {
-		rec["step"] = int(s)
-	}
-	return rec
-}
-
-// MetricsFile appends one JSON object per logging step to metrics.jsonl.
-type MetricsFile struct{ f *os.File }
-
-// OpenMetrics opens metrics.jsonl for appending, first dropping the lines of
-// steps after `keep` (a resumed run rewrites what it redoes).
-func OpenMetrics(path string, keep int) (*MetricsFile, error) {
-	data, err := os.ReadFile(path)
-	if err != nil && !os.IsNotExist(err) {
-		return nil, fmt.Errorf("metrics: %w", err)
-	}
-	var kept []byte
-	for _, line := range strings.SplitAfter(string(data), "\n") {
-		var rec struct {
-			Step int `json:"step"`
-		}
-		if strings.TrimSpace(line) == "" || json.Unmarshal([]byte(line), &rec) != nil || !strings.HasSuffix(line, "\n") {
-			continue
-		}
-		if rec.Step <= keep {
-			kept = append(kept, line...)
-		}
-	}
-	if err := os.WriteFile(path, kept, 0o644); err != nil {
-		return nil, fmt.Errorf("metrics: %w", err)
-	}
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("metrics: %w", err)
-	}
-	return &MetricsFile{f: f}, nil
-}
-
-// Write appends one record.
-func (m *MetricsFile) Write(rec map[string]any) error {
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return fmt.Errorf("metrics: %w", err)
-	}
-	if _, err := m.f.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("metrics: %w", err)
-	}
-	return nil
-}
-
-// Close closes the file.
-func (m *MetricsFile) Close() error { return m.f.Close() }
-
-// transpose turns per-function score lists [k][i] into per-completion rows [i][k].
-func transpose(perFunc [][]float64) [][]float64 {
-	if len(perFunc) == 0 {
-		return nil
-	}
-	out := make([][]float64, len(perFunc[0]))
-	for i := range out {
-		out[i] = make([]float64, len(perFunc))
-		for k := range perFunc {
-			out[i][k] = perFunc[k][i]
-		}
-	}
-	return out
-}
-
-// SequenceBucket is the padded length of a training batch whose longest
-// sequence has n tokens: the next multiple of 64. Every distinct length
-// compiles a graph once; multiples of 64 keep padding under 64 tokens while
-// a run sees only a few lengths.
-func SequenceBucket(n int) int { return max((n+63)/64*64, 64) }

@@ -9,6 +9,7 @@ import (
 	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/sandbox"
 	"github.com/mcprl/mcprl/task"
+	"github.com/mcprl/mcprl/train"
 )
 
 // trajectoryMetrics over four trajectories as the rollout records them: a
@@ -86,7 +87,7 @@ func TestNextJobsOrder(t *testing.T) {
 	for i := range tasks {
 		tasks[i] = task.Task{ID: string(rune('a' + i)), Fixture: "customers"}
 	}
-	draw := func(seed int64, shuffle bool, count, batches int, st *State) [][]string {
+	draw := func(seed int64, shuffle bool, count, batches int, st *train.State) [][]string {
 		cfg := Default()
 		cfg.Seed, cfg.ShuffleDataset = seed, shuffle
 		tr := &Trainer{Config: &cfg, Tasks: tasks, Sandboxes: map[string]*sandbox.Factory{"customers": f}}
@@ -110,7 +111,7 @@ func TestNextJobsOrder(t *testing.T) {
 	epoch := func(batches [][]string) []string { return slices.Concat(batches...) }
 
 	// 8 tasks, 2 prompts a batch: 4 batches an epoch.
-	seq := draw(42, false, 2, 8, &State{})
+	seq := draw(42, false, 2, 8, &train.State{})
 	if got := epoch(seq[:4]); !slices.Equal(got, []string{"a", "b", "c", "d", "e", "f", "g", "h"}) {
 		t.Errorf("shuffle_dataset false: epoch 1 = %v, want file order", got)
 	}
@@ -118,7 +119,7 @@ func TestNextJobsOrder(t *testing.T) {
 		t.Errorf("shuffle_dataset false: epoch 2 = %v, want file order again", epoch(seq[4:]))
 	}
 
-	s42 := draw(42, true, 2, 8, &State{})
+	s42 := draw(42, true, 2, 8, &train.State{})
 	e1, e2 := epoch(s42[:4]), epoch(s42[4:])
 	for i, e := range [][]string{e1, e2} {
 		if s := slices.Sorted(slices.Values(e)); !slices.Equal(s, []string{"a", "b", "c", "d", "e", "f", "g", "h"}) {
@@ -131,21 +132,21 @@ func TestNextJobsOrder(t *testing.T) {
 	if slices.Equal(e1, epoch(seq[:4])) {
 		t.Errorf("shuffled epoch = file order %v", e1)
 	}
-	if again := draw(42, true, 2, 8, &State{}); !slices.Equal(epoch(again), epoch(s42)) {
+	if again := draw(42, true, 2, 8, &train.State{}); !slices.Equal(epoch(again), epoch(s42)) {
 		t.Errorf("seed 42 twice: %v then %v", epoch(s42), epoch(again))
 	}
-	if other := draw(43, true, 2, 8, &State{}); slices.Equal(epoch(other), epoch(s42)) {
+	if other := draw(43, true, 2, 8, &train.State{}); slices.Equal(epoch(other), epoch(s42)) {
 		t.Errorf("seeds 42 and 43 drew the same order %v", epoch(s42))
 	}
 	// Resuming at batch 3 continues the same sequence.
-	resumed := draw(42, true, 2, 5, &State{PromptCursor: 6})
+	resumed := draw(42, true, 2, 5, &train.State{PromptCursor: 6})
 	if !slices.Equal(epoch(resumed), epoch(s42[3:])) {
 		t.Errorf("resumed at prompt 6: %v, want %v", epoch(resumed), epoch(s42[3:]))
 	}
 
 	// 3 prompts a batch: an epoch is 2 whole batches (6 prompts); the 2 tasks
 	// left over are skipped that epoch, never carried into the next.
-	s3 := draw(42, true, 3, 4, &State{})
+	s3 := draw(42, true, 3, 4, &train.State{})
 	for i := 0; i < 4; i += 2 {
 		e := epoch(s3[i : i+2])
 		seen := map[string]bool{}

@@ -21,8 +21,18 @@ type Policy struct {
 	// plus CompletionSlots for everything after them (one slot per decoding
 	// step of a Generate, and each observation feed's chunk). A session's
 	// per-step cost grows with its slots, so a cache sized to the actual
-	// prompts rather than max_prompt_length samples faster.
+	// prompts rather than max_prompt_length samples faster. CompletionSlots
+	// gives it for a rollout's limits.
 	CompletionSlots int
+}
+
+// CompletionSlots sizes the KV cache of a rollout batch after its prompts
+// (Policy.CompletionSlots) for trajectories of at most maxCompletion sampled
+// and observation tokens and iters tool rounds: the sampled tokens of every
+// turn and an observation chunk per tool round. A batch that still runs out
+// ends the sequences that wanted more as truncated.
+func CompletionSlots(maxCompletion, iters int) int {
+	return 2*maxCompletion + min(iters, 8)*Bucket(min(maxCompletion, maxChunk))
 }
 
 // feedSlots is the number of cache slots Session.Append takes to feed

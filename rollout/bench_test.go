@@ -8,7 +8,6 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
-	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/policy"
 	"github.com/mcprl/mcprl/rollout"
@@ -76,7 +75,7 @@ const (
 	benchCompletionSlots = 2*benchCompletion + 2*256
 )
 
-func benchRun(b *testing.B, p policy.Policy, f *sandbox.Factory, n int) []*chat.Trajectory {
+func benchRun(b *testing.B, p policy.Policy, f *sandbox.Factory, n int) []*rollout.Result {
 	r := runner(b, p, rollout.Config{NumGenerations: n, MaxPromptLength: 512, MaxCompletionLength: benchCompletion, MaxToolCallingIterations: 2})
 	trajs, err := r.Run(context.Background(), []rollout.Job{{Task: seedTask(), Factory: f}})
 	if err != nil {

@@ -18,6 +18,8 @@ import (
 	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/policy"
+	"github.com/mcprl/mcprl/reward"
+	"github.com/mcprl/mcprl/rollout"
 	"github.com/mcprl/mcprl/sandbox"
 	"github.com/mcprl/mcprl/task"
 	"github.com/mcprl/mcprl/tokenizer"
@@ -370,15 +372,18 @@ func distinctIDs(t testing.TB, tok *tokenizer.Tokenizer, text string, avoid ...i
 	return path
 }
 
-var finishMu sync.Mutex
+// sandboxReward is a reward that calls f with the trajectory's sandbox,
+// one call at a time (Run scores trajectories concurrently), and scores 0.
+type sandboxReward func(context.Context, *sandbox.Sandbox) error
 
-// guarded serializes calls of a Finish callback (Run calls it concurrently).
-func guarded(f func(context.Context, *task.Task, *chat.Trajectory, *sandbox.Sandbox) error) func(context.Context, *task.Task, *chat.Trajectory, *sandbox.Sandbox) error {
-	return func(ctx context.Context, tk *task.Task, tr *chat.Trajectory, sb *sandbox.Sandbox) error {
-		finishMu.Lock()
-		defer finishMu.Unlock()
-		return f(ctx, tk, tr, sb)
-	}
+var sandboxRewardMu sync.Mutex
+
+func (sandboxReward) Name() string { return "sandbox" }
+
+func (f sandboxReward) Score(ctx context.Context, in *reward.Input) (reward.Score, error) {
+	sandboxRewardMu.Lock()
+	defer sandboxRewardMu.Unlock()
+	return reward.Score{}, f(ctx, in.Sandbox.(*sandbox.Sandbox))
 }
 
 func toolcallSchemas(f *sandbox.Factory) []json.RawMessage {
@@ -400,7 +405,7 @@ func chainPolicyModel(t testing.TB) (*model.Model, []int32) {
 // checkOldLogProbs recomputes every trajectory's per-token log-probs with
 // the model's training-graph forward (no cache) and compares them with the
 // old log-probs the rollout kept on sampled tokens.
-func checkOldLogProbs(t *testing.T, m *model.Model, trajs []*chat.Trajectory) {
+func checkOldLogProbs(t *testing.T, m *model.Model, trajs []*rollout.Result) {
 	t.Helper()
 	exec, err := mlctx.NewExec(m.Backend, m.Ctx, func(ctx *mlctx.Context, tokens, attn *graph.Node) *graph.Node {
 		return m.TokenLogProbsAt(ctx, tokens, attn, 1)

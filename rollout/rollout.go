@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/policy"
+	"github.com/mcprl/mcprl/reward"
 	"github.com/mcprl/mcprl/sandbox"
 	"github.com/mcprl/mcprl/task"
 	"github.com/mcprl/mcprl/tokenizer"
@@ -30,11 +31,22 @@ type Runner struct {
 	Tokenizer *tokenizer.Tokenizer
 	Template  *tokenizer.Template
 	Config    Config
-	// Finish, when set, is called once per trajectory as soon as it ends,
-	// while its sandbox is still open (rewards read the sandbox's state),
-	// concurrently with other trajectories. Its error is recorded in the
-	// trajectory's Error.
-	Finish func(ctx context.Context, t *task.Task, tr *chat.Trajectory, sb *sandbox.Sandbox) error
+	// Rewards score every trajectory as soon as it ends, while its sandbox
+	// is still open (rewards read the sandbox's state), concurrently with
+	// other trajectories.
+	Rewards []reward.Func
+}
+
+// Result is one trajectory of a job, with its task and what Rewards made
+// of it.
+type Result struct {
+	*chat.Trajectory
+	Task *task.Task
+	// Scores[k] is Rewards[k]'s score of the trajectory, or the zero Score
+	// where Errs[k] says why it has none. Both are nil when the trajectory
+	// never had a sandbox (its fork failed) and so was not scored.
+	Scores []reward.Score
+	Errs   []error
 }
 
 // Job is one task and the sandbox factory of its fixture.
@@ -44,11 +56,12 @@ type Job struct {
 }
 
 // Run runs Config.NumGenerations trajectories of every job concurrently,
-// batching the policy's sampling across all of them. The result holds the
-// trajectories of job j at [j*N, (j+1)*N). A trajectory that fails (its
-// sandbox could not be forked, a tool server crashed) ends with Error set;
-// only a policy failure or a cancelled context ends the run.
-func (r *Runner) Run(ctx context.Context, jobs []Job) ([]*chat.Trajectory, error) {
+// batching the policy's sampling across all of them, and scores each with
+// Rewards. The result holds the trajectories of job j at [j*N, (j+1)*N). A
+// trajectory that fails (its sandbox could not be forked, a tool server
+// crashed) ends with Error set; only a policy failure or a cancelled
+// context ends the run.
+func (r *Runner) Run(ctx context.Context, jobs []Job) ([]*Result, error) {
 	n := r.Config.NumGenerations
 	if n <= 0 {
 		n = 1
@@ -68,7 +81,8 @@ func (r *Runner) Run(ctx context.Context, jobs []Job) ([]*chat.Trajectory, error
 			return nil, fmt.Errorf("task %q: %w", job.Task.ID, err)
 		}
 		for g := 0; g < n; g++ {
-			s := &state{job: job, messages: append([]chat.Message(nil), st.messages...), tools: st.tools, traj: &chat.Trajectory{}}
+			s := &state{job: job, messages: append([]chat.Message(nil), st.messages...), tools: st.tools, res: &Result{Trajectory: &chat.Trajectory{}, Task: job.Task}}
+			s.traj = s.res.Trajectory
 			s.traj.Tokens = append([]int32(nil), st.ids...)
 			s.traj.Mask = make([]uint8, len(st.ids))
 			s.traj.OldLogProbs = make([]float32, len(st.ids))
@@ -98,10 +112,8 @@ func (r *Runner) Run(ctx context.Context, jobs []Job) ([]*chat.Trajectory, error
 		finishing.Add(1)
 		go func() {
 			defer finishing.Done()
-			if r.Finish != nil && s.sb != nil {
-				if err := r.Finish(ctx, s.job.Task, s.traj, s.sb); err != nil && s.traj.Error == "" {
-					s.traj.Error = err.Error()
-				}
+			if s.sb != nil {
+				r.score(ctx, s.res, s.sb)
 			}
 			if s.sb != nil {
 				s.sb.Close()
@@ -202,11 +214,24 @@ func (r *Runner) Run(ctx context.Context, jobs []Job) ([]*chat.Trajectory, error
 		}
 	}
 	finishing.Wait()
-	out := make([]*chat.Trajectory, len(states))
+	out := make([]*Result, len(states))
 	for i, s := range states {
-		out[i] = s.traj
+		out[i] = s.res
 	}
 	return out, ctx.Err()
+}
+
+// score scores res with every reward while its sandbox is open.
+func (r *Runner) score(ctx context.Context, res *Result, sb *sandbox.Sandbox) {
+	if len(r.Rewards) == 0 {
+		return
+	}
+	res.Scores = make([]reward.Score, len(r.Rewards))
+	res.Errs = make([]error, len(r.Rewards))
+	in := &reward.Input{Task: res.Task, Trajectory: res.Trajectory, Sandbox: sb}
+	for k, f := range r.Rewards {
+		res.Scores[k], res.Errs[k] = f.Score(ctx, in)
+	}
 }
 
 // state is one trajectory in flight.
@@ -215,7 +240,8 @@ type state struct {
 	sb       *sandbox.Sandbox
 	messages []chat.Message
 	tools    []json.RawMessage
-	traj     *chat.Trajectory
+	res      *Result
+	traj     *chat.Trajectory // res.Trajectory
 	rounds   int
 	done     bool
 }

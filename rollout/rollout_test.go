@@ -16,6 +16,7 @@ import (
 	"github.com/mcprl/mcprl/internal/pgtest"
 	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/policy"
+	"github.com/mcprl/mcprl/reward"
 	"github.com/mcprl/mcprl/rollout"
 	"github.com/mcprl/mcprl/sandbox"
 	"github.com/mcprl/mcprl/task"
@@ -132,7 +133,7 @@ func TestGoldenReplay(t *testing.T) {
 			t.Fatalf("%d trajectories, %d batches", len(trajs), len(rec.batches))
 		}
 		for i, tr := range trajs {
-			checkTokenInTokenOut(t, rec.batches[0], i, tr)
+			checkTokenInTokenOut(t, rec.batches[0], i, tr.Trajectory)
 			if tr.Error != "" || tr.Truncated || len(tr.Turns) != 3 {
 				t.Fatalf("error %q truncated %v turns %d", tr.Error, tr.Truncated, len(tr.Turns))
 			}
@@ -146,7 +147,7 @@ func TestGoldenReplay(t *testing.T) {
 			if !strings.Contains(decode(tok, tr.Tokens), "<tool_response>") {
 				t.Error("no tool response in the tokens")
 			}
-			want, err := tpl.Render(conversation(tk, tr), toolSchemas(tk, f), false)
+			want, err := tpl.Render(conversation(tk, tr.Trajectory), toolSchemas(tk, f), false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -186,7 +187,7 @@ func TestMalformedCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := trajs[0]
-	checkTokenInTokenOut(t, rec.batches[0], 0, tr)
+	checkTokenInTokenOut(t, rec.batches[0], 0, tr.Trajectory)
 	if tr.Error != "" || tr.Truncated || len(tr.Turns) != len(turns) {
 		t.Fatalf("error %q truncated %v turns %d", tr.Error, tr.Truncated, len(tr.Turns))
 	}
@@ -210,7 +211,7 @@ func TestMalformedCalls(t *testing.T) {
 		t.Errorf("unterminated call: %+v answer %q", last.Calls, tr.Answer)
 	}
 	// The unterminated call ended the turn with <|im_end|>: recorded, never run.
-	want, err := tpl.Render(conversation(tk, tr)[:len(conversation(tk, tr))-1], nil, false)
+	want, err := tpl.Render(conversation(tk, tr.Trajectory)[:len(conversation(tk, tr.Trajectory))-1], nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +237,7 @@ func TestChainModelTokenInTokenOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, tr := range trajs {
-		checkTokenInTokenOut(t, rec.batches[0], i, tr)
+		checkTokenInTokenOut(t, rec.batches[0], i, tr.Trajectory)
 		if tr.Error != "" || !tr.Truncated || len(tr.Turns) != 3 {
 			t.Fatalf("trajectory %d: error %q truncated %v turns %d", i, tr.Error, tr.Truncated, len(tr.Turns))
 		}
@@ -261,7 +262,7 @@ func TestChainModelTokenInTokenOut(t *testing.T) {
 		if sampled != 3*(len(chain)-1) {
 			t.Errorf("%d sampled tokens, want %d", sampled, 3*(len(chain)-1))
 		}
-		want, err := tpl.Render(conversation(tk, tr), nil, false)
+		want, err := tpl.Render(conversation(tk, tr.Trajectory), nil, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -287,7 +288,7 @@ func TestRandomModelGarbage(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, tr := range trajs {
-		checkTokenInTokenOut(t, rec.batches[0], i, tr)
+		checkTokenInTokenOut(t, rec.batches[0], i, tr.Trajectory)
 		if tr.Error != "" || len(tr.Turns) == 0 || len(tr.Tokens)-tr.PromptLen > 96 {
 			t.Errorf("trajectory %d: error %q, %d turns, %d completion tokens", i, tr.Error, len(tr.Turns), len(tr.Tokens)-tr.PromptLen)
 		}
@@ -305,12 +306,10 @@ func TestToolServerFailures(t *testing.T) {
 			bad := script(t, call(tool, `{}`), "never reached<|im_end|>")
 			var finished []string
 			r := runner(t, &rollout.Script{Scripts: [][][]int32{bad, good, good}}, rollout.Config{NumGenerations: 3, MaxCompletionLength: 512, MaxToolCallingIterations: 3})
-			r.Finish = func(ctx context.Context, _ *task.Task, tr *chat.Trajectory, sb *sandbox.Sandbox) error {
-				if _, err := sb.DB().Oracle(ctx, "SELECT 1"); err != nil {
-					return err
-				}
-				return nil
-			}
+			r.Rewards = []reward.Func{sandboxReward(func(ctx context.Context, sb *sandbox.Sandbox) error {
+				_, err := sb.DB().Oracle(ctx, "SELECT 1")
+				return err
+			})}
 			start := time.Now()
 			trajs, err := r.Run(context.Background(), []rollout.Job{{Task: seedTask(), Factory: f}})
 			if err != nil {
@@ -325,6 +324,9 @@ func TestToolServerFailures(t *testing.T) {
 			for _, tr := range trajs[1:] {
 				if tr.Error != "" || tr.Answer != "36 customers." {
 					t.Errorf("other trajectory: error %q answer %q", tr.Error, tr.Answer)
+				}
+				if len(tr.Errs) != 1 || tr.Errs[0] != nil {
+					t.Errorf("other trajectory: its sandbox could not be read after it ended: %v", tr.Errs)
 				}
 				finished = append(finished, tr.Answer)
 			}
@@ -347,14 +349,14 @@ func TestLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	iter := trajs[0]
+	iter := trajs[0].Trajectory
 	checkTokenInTokenOut(t, rec.batches[0], 0, iter)
 	rec = &recorder{P: &rollout.Script{Scripts: [][][]int32{script(t, long)}}}
 	r = runner(t, rec, rollout.Config{NumGenerations: 1, MaxCompletionLength: 150, MaxToolCallingIterations: 2})
 	if trajs, err = r.Run(context.Background(), []rollout.Job{{Task: seedTask(), Factory: f}}); err != nil {
 		t.Fatal(err)
 	}
-	length := trajs[0]
+	length := trajs[0].Trajectory
 	checkTokenInTokenOut(t, rec.batches[0], 0, length)
 	if !iter.Truncated || len(iter.Turns) != 3 || len(iter.Calls()) != 3 || iter.Turns[2].Calls[0].Text != "" {
 		t.Errorf("iterations: truncated %v, %d turns", iter.Truncated, len(iter.Turns))
@@ -369,7 +371,7 @@ func TestLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkTokenInTokenOut(t, rec.batches[0], 0, trajs[0])
+	checkTokenInTokenOut(t, rec.batches[0], 0, trajs[0].Trajectory)
 	if !trajs[0].Truncated || len(trajs[0].Tokens)-trajs[0].PromptLen > 60 {
 		t.Errorf("observation past the budget: truncated %v, %d tokens", trajs[0].Truncated, len(trajs[0].Tokens)-trajs[0].PromptLen)
 	}
@@ -383,11 +385,10 @@ func TestCancel(t *testing.T) {
 	var sbs []*sandbox.Sandbox
 	hang := script(t, call("hang", `{}`), "x<|im_end|>")
 	r := runner(t, &rollout.Script{Scripts: [][][]int32{hang}}, rollout.Config{NumGenerations: 4, MaxCompletionLength: 512, MaxToolCallingIterations: 3})
-	r.Finish = func(ctx context.Context, _ *task.Task, tr *chat.Trajectory, sb *sandbox.Sandbox) error {
+	r.Rewards = []reward.Func{sandboxReward(func(_ context.Context, sb *sandbox.Sandbox) error {
 		sbs = append(sbs, sb)
 		return nil
-	}
-	r.Finish = guarded(r.Finish)
+	})}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -514,10 +515,10 @@ func TestPolicyFailureClosesSandboxes(t *testing.T) {
 	q := script(t, call("query_database", `{"sql": "SELECT 1"}`), "done<|im_end|>")
 	var sbs []*sandbox.Sandbox
 	r := runner(t, failingAppend{&rollout.Script{Scripts: [][][]int32{q}}}, rollout.Config{NumGenerations: 3, MaxCompletionLength: 512, MaxToolCallingIterations: 3})
-	r.Finish = guarded(func(ctx context.Context, _ *task.Task, tr *chat.Trajectory, sb *sandbox.Sandbox) error {
+	r.Rewards = []reward.Func{sandboxReward(func(_ context.Context, sb *sandbox.Sandbox) error {
 		sbs = append(sbs, sb)
 		return nil
-	})
+	})}
 	if _, err := r.Run(context.Background(), []rollout.Job{{Task: seedTask(), Factory: f}}); err == nil || !strings.Contains(err.Error(), "no room") {
 		t.Fatalf("run error %v", err)
 	}
@@ -544,7 +545,7 @@ func TestCacheFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, tr := range trajs {
-		checkTokenInTokenOut(t, rec.batches[0], i, tr)
+		checkTokenInTokenOut(t, rec.batches[0], i, tr.Trajectory)
 		if tr.Error != "" || !tr.Truncated || len(tr.Calls()) < 1 || len(tr.Calls()) > 4 {
 			t.Errorf("trajectory %d: error %q truncated %v, %d calls", i, tr.Error, tr.Truncated, len(tr.Calls()))
 		}

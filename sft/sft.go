@@ -6,22 +6,18 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:staticcheck // GoMLX graph code reads best with the dot import.
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
 
-	"github.com/mcprl/mcprl/grpo"
 	"github.com/mcprl/mcprl/model"
-	"github.com/mcprl/mcprl/progress"
 	"github.com/mcprl/mcprl/report"
 	"github.com/mcprl/mcprl/rollout"
-	"github.com/mcprl/mcprl/runlog"
 	"github.com/mcprl/mcprl/task"
 	"github.com/mcprl/mcprl/tokenizer"
 	"github.com/mcprl/mcprl/toolcall"
+	"github.com/mcprl/mcprl/train"
 )
 
 // Example is one tokenized golden trajectory.
@@ -132,7 +128,7 @@ func Examples(ctx context.Context, tok *tokenizer.Tokenizer, tpl *tokenizer.Temp
 // tokens of the examples, with the same optimizer (AdamW, clipping,
 // schedule), metrics file and checkpoints as GRPO.
 type Trainer struct {
-	Config       *grpo.Config // TrainingArguments' names: learning_rate, max_steps, per_device_train_batch_size, ...
+	Config       *Config
 	Model        *model.Model
 	TokenizerDir string
 	Examples     []Example
@@ -143,28 +139,19 @@ type Trainer struct {
 // examples), logging to metrics.jsonl, saving checkpoint-STEP/ every
 // save_steps and final/ at the end.
 func (t *Trainer) Train(ctx context.Context) error {
-	cfg := t.Config
+	args := &t.Config.Arguments
 	if len(t.Examples) == 0 {
 		return fmt.Errorf("sft: no examples")
 	}
-	bs := cfg.PerDeviceTrainBatchSize
+	bs := args.PerDeviceTrainBatchSize
 	perEpoch := max(len(t.Examples)/bs, 1)
-	total := cfg.MaxSteps
+	total := args.MaxSteps
 	if total <= 0 {
-		total = int(math.Ceil(cfg.NumTrainEpochs * float64(perEpoch)))
+		total = int(math.Ceil(args.NumTrainEpochs * float64(perEpoch)))
 	}
-	if err := os.MkdirAll(cfg.OutputDir, 0o755); err != nil {
-		return fmt.Errorf("sft: %w", err)
-	}
-	metrics, err := grpo.OpenMetrics(filepath.Join(cfg.OutputDir, "metrics.jsonl"), 0)
-	if err != nil {
-		return err
-	}
-	defer metrics.Close()
-
-	vars := grpo.TrainableVariables(t.Model)
-	opt := cfg.Optimizer()
-	step, err := mlctx.NewExec(t.Model.Backend, t.Model.Ctx, func(ctx *mlctx.Context, tokens, attn, mask, lr *Node) (*Node, *Node) {
+	vars := train.TrainableVariables(t.Model)
+	opt := args.Optimizer()
+	exec, err := mlctx.NewExec(t.Model.Backend, t.Model.Ctx, func(ctx *mlctx.Context, tokens, attn, mask, lr *Node) (*Node, *Node) {
 		logp := t.Model.TokenLogProbs(ctx, tokens, attn)
 		count := Max(ReduceAllSum(mask), OnesLike(ReduceAllSum(mask)))
 		loss := Div(Neg(ReduceAllSum(Mul(logp, mask))), count)
@@ -187,24 +174,10 @@ func (t *Trainer) Train(ctx context.Context) error {
 	if t.Model.Config.PadTokenID != nil {
 		pad = *t.Model.Config.PadTokenID
 	}
-	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x736674)) // "sft"
+	rng := rand.New(rand.NewPCG(uint64(args.Seed), 0x736674)) // "sft"
 	order := rng.Perm(len(t.Examples))
-	window := grpo.NewLogWindow()
-	logEvery := grpo.StepsEvery(cfg.LoggingSteps, total)
-	saveEvery := grpo.StepsEvery(cfg.SaveSteps, total)
-	st := &grpo.State{MaxSteps: total}
-	log, err := runlog.Open(runlog.Options{
-		OutputDir: cfg.OutputDir, Label: "sft", TotalSteps: total,
-		Progress: t.Progress, ReportTo: cfg.ReportTo, LoggingDir: cfg.LoggingDir,
-	})
-	if err != nil {
-		return fmt.Errorf("sft: %w", err)
-	}
-	defer log.Close()
-	for s := 0; s < total; s++ {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+	step := func(ctx context.Context, st *train.State, lr float64, _ *train.LogWindow) (train.StepResult, error) {
+		s := st.GlobalStep
 		seqs := make([][]int, bs)
 		masks := make([][]float32, bs)
 		samples := make([]report.Completion, bs)
@@ -229,52 +202,29 @@ func (t *Trainer) Train(ctx context.Context) error {
 		for _, q := range seqs {
 			longest = max(longest, len(q))
 		}
-		length := grpo.SequenceBucket(longest)
+		length := train.SequenceBucket(longest)
 		tokens, attn, err := model.PadBatch(seqs, length, pad, false)
 		if err != nil {
-			return fmt.Errorf("sft: %w", err)
+			return train.StepResult{}, err
 		}
 		mask, err := model.PadFloats(masks, length, false)
 		if err != nil {
-			return fmt.Errorf("sft: %w", err)
+			return train.StepResult{}, err
 		}
-		lr, err := cfg.LearningRateAt(s, total)
+		res, err := exec.Exec(tokens, attn, mask, float32(lr))
 		if err != nil {
-			return err
+			return train.StepResult{}, err
 		}
-		res, err := step.Exec(tokens, attn, mask, float32(lr))
-		if err != nil {
-			return fmt.Errorf("sft: step %d: %w", s+1, err)
-		}
-		loss := float64(tensors.ToScalar[float32](res[0]))
-		window.AddStep(loss, float64(tensors.ToScalar[float32](res[1])))
-		st.GlobalStep = s + 1
-		st.Epoch = float64(s+1) / float64(perEpoch)
-		log.Step(s+1, progress.Field{Name: "loss", Value: loss, Format: "%.4f"})
-		if (s+1)%logEvery == 0 || s+1 == total {
-			next, _ := cfg.LearningRateAt(s+1, total)
-			logs := window.Flush(next)
-			logs["step"] = float64(s + 1)
-			logs["epoch"] = st.Epoch
-			rec := grpo.MetricsRecord(logs)
-			if err := metrics.Write(rec); err != nil {
-				return err
-			}
-			st.LogHistory = append(st.LogHistory, rec)
-			if err := log.Logged(s+1, logs, samples, "loss"); err != nil {
-				return fmt.Errorf("sft: %w", err)
-			}
-		}
-		if (s+1)%saveEvery == 0 && s+1 < total {
-			if err := grpo.SaveCheckpoint(filepath.Join(cfg.OutputDir, fmt.Sprintf("checkpoint-%d", s+1)), t.Model, t.TokenizerDir, st); err != nil {
-				return err
-			}
-			log.Saved()
-		}
+		return train.StepResult{
+			Loss: float64(tensors.ToScalar[float32](res[0])), GradNorm: float64(tensors.ToScalar[float32](res[1])), Samples: samples,
+		}, nil
 	}
-	if err := grpo.SaveCheckpoint(filepath.Join(cfg.OutputDir, "final"), t.Model, t.TokenizerDir, st); err != nil {
-		return err
+	loop := &train.Loop{
+		Args: args, Model: t.Model, TokenizerDir: t.TokenizerDir,
+		TotalSteps: total, StepsPerEpoch: perEpoch, Label: "sft", Progress: t.Progress,
 	}
-	log.Saved()
-	return log.Close()
+	if err := loop.Run(ctx, &train.State{}, step); err != nil {
+		return fmt.Errorf("sft: %w", err)
+	}
+	return nil
 }

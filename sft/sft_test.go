@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/mcprl/mcprl/chat"
-	"github.com/mcprl/mcprl/grpo"
 	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/rollout"
 	"github.com/mcprl/mcprl/sandbox"
@@ -109,7 +108,7 @@ func TestTrainLowersLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := grpo.Default()
+	cfg := sft.Default()
 	cfg.OutputDir = t.TempDir()
 	cfg.MaxSteps = 8
 	cfg.PerDeviceTrainBatchSize = 4

@@ -450,37 +450,26 @@ func TestGoldenThroughRollout(t *testing.T) {
 		scripts = append(scripts, script)
 		jobs = append(jobs, rollout.Job{Task: &tasks[i], Factory: fac})
 	}
-	scores := make([]float64, len(tasks))
-	index := map[*task.Task]int{}
-	for i := range tasks {
-		index[&tasks[i]] = i
-	}
 	v := reward.Verifiable()
 	r := &rollout.Runner{
 		Policy: &rollout.Script{Scripts: scripts}, Tokenizer: tok, Template: tpl,
-		Config: rollout.Config{NumGenerations: 1, MaxCompletionLength: 4096, MaxToolCallingIterations: iters},
-		Finish: func(ctx context.Context, tk *task.Task, tr *chat.Trajectory, sb *sandbox.Sandbox) error {
-			s, err := v.Score(ctx, &reward.Input{Task: tk, Trajectory: tr, Sandbox: sb})
-			if err != nil {
-				return err
-			}
-			scores[index[tk]] = s.Value
-			if s.Value != 1 {
-				t.Errorf("%s: %v\n%s", tk.ID, s.Value, reward.Breakdown(v.Name(), s))
-			}
-			return nil
-		},
+		Config:  rollout.Config{NumGenerations: 1, MaxCompletionLength: 4096, MaxToolCallingIterations: iters},
+		Rewards: []reward.Func{v},
 	}
-	trajs, err := r.Run(ctx, jobs)
+	results, err := r.Run(ctx, jobs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, tr := range trajs {
-		if tr.Error != "" || tr.Truncated {
-			t.Errorf("%s: error %q truncated %v", tasks[i].ID, tr.Error, tr.Truncated)
+	for i, res := range results {
+		if res.Error != "" || res.Truncated {
+			t.Errorf("%s: error %q truncated %v", tasks[i].ID, res.Error, res.Truncated)
 		}
-		if scores[i] != 1 {
-			t.Errorf("%s: scored %v", tasks[i].ID, scores[i])
+		if len(res.Scores) != 1 || res.Errs[0] != nil {
+			t.Errorf("%s: not scored: %v", tasks[i].ID, res.Errs)
+			continue
+		}
+		if s := res.Scores[0]; s.Value != 1 {
+			t.Errorf("%s: %v\n%s", tasks[i].ID, s.Value, reward.Breakdown(v.Name(), s))
 		}
 	}
 }

@@ -140,7 +140,11 @@ func TestRunFolderProtected(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "checkpoint-7") || !strings.Contains(err.Error(), "--overwrite_output_dir") {
 		t.Errorf("fresh run over checkpoints: %v", err)
 	}
-	_, _, err = runCmd("sft", "--config", cfg, "--output-dir", out)
+	sftCfg := filepath.Join(t.TempDir(), "sft.yaml")
+	if err := os.WriteFile(sftCfg, []byte("seed: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = runCmd("sft", "--config", sftCfg, "--output-dir", out)
 	if err == nil || !strings.Contains(err.Error(), "--overwrite_output_dir") {
 		t.Errorf("sft over checkpoints: %v", err)
 	}

@@ -15,8 +15,10 @@ import (
 	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/rundir"
 	"github.com/mcprl/mcprl/sandbox"
+	"github.com/mcprl/mcprl/sft"
 	"github.com/mcprl/mcprl/task"
 	"github.com/mcprl/mcprl/tokenizer"
+	"github.com/mcprl/mcprl/train"
 )
 
 // runFlags are the shared command-line shapes of train, sft and eval.
@@ -39,7 +41,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.skipBadTasks, "skip-bad-tasks", false, "skip bad lines of the tasks file (listed, counted and written to skipped_tasks.txt in the output dir) instead of failing")
 }
 
-// loadConfig reads the config and applies the flags over it.
+// loadConfig reads a train (GRPO) config and applies the flags over it.
 func (f *runFlags) loadConfig(warn io.Writer) (*grpo.Config, error) {
 	if f.config == "" {
 		return nil, errors.New("--config is required")
@@ -48,24 +50,43 @@ func (f *runFlags) loadConfig(warn io.Writer) (*grpo.Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	f.override(&cfg.Arguments, &cfg.Inputs, cfg.Ignored, warn)
+	return cfg, nil
+}
+
+// loadSFTConfig reads an sft config and applies the flags over it.
+func (f *runFlags) loadSFTConfig(warn io.Writer) (*sft.Config, error) {
+	if f.config == "" {
+		return nil, errors.New("--config is required")
+	}
+	cfg, err := sft.Load(f.config)
+	if err != nil {
+		return nil, err
+	}
+	f.override(&cfg.Arguments, &cfg.Inputs, cfg.Ignored, warn)
+	return cfg, nil
+}
+
+// override applies the flags given over a config's values and notes the
+// config's keys that change nothing.
+func (f *runFlags) override(args *train.Arguments, in *train.Inputs, ignored []string, warn io.Writer) {
 	for _, o := range []struct {
 		flag string
 		dst  *string
 	}{
-		{f.model, &cfg.Model}, {f.tasks, &cfg.Tasks}, {f.fixtures, &cfg.Fixtures},
-		{f.outputDir, &cfg.OutputDir}, {f.dsn, &cfg.DSN},
+		{f.model, &in.Model}, {f.tasks, &in.Tasks}, {f.fixtures, &in.Fixtures},
+		{f.outputDir, &args.OutputDir}, {f.dsn, &in.DSN},
 	} {
 		if o.flag != "" {
 			*o.dst = o.flag
 		}
 	}
 	if f.maxSteps > 0 {
-		cfg.MaxSteps = f.maxSteps
+		args.MaxSteps = f.maxSteps
 	}
-	for _, k := range cfg.Ignored {
+	for _, k := range ignored {
 		fmt.Fprintf(warn, "note: %s: TRL option %s changes nothing in mcprl\n", f.config, k)
 	}
-	return cfg, nil
 }
 
 // claimOutputDir locks the run folder dir for this run (a second run on it
@@ -86,7 +107,7 @@ func claimOutputDir(dir string, resume, overwrite bool) (_ *rundir.Lock, checkpo
 	}
 	prev, err := rundir.Previous(dir)
 	if err == nil && resume {
-		checkpoint, err = grpo.LatestCheckpoint(dir)
+		checkpoint, err = train.LatestCheckpoint(dir)
 		if err == nil && checkpoint == "" {
 			err = fmt.Errorf("--resume: output dir %s has no complete checkpoint to resume from", dir)
 			if len(prev) > 0 {
@@ -237,7 +258,7 @@ func (w *workspace) loadTasks(ctx context.Context, tasksPath, fixturesDir, dsn s
 
 // usePeft attaches a fresh LoRA adapter when the config asks for one (use_peft) and the model has none yet (a
 // checkpoint or model directory with an adapter/ subdirectory already brings its own, which then trains).
-func (w *workspace) usePeft(cfg *grpo.Config, warn io.Writer) error {
+func (w *workspace) usePeft(cfg *train.PeftArguments, seed int64, warn io.Writer) error {
 	if lc := w.model.LoRA(); lc != nil {
 		fmt.Fprintf(warn, "LoRA adapter of %s/%s: r %d, alpha %g, %v (base weights frozen)\n", w.modelDir, model.AdapterDir, lc.R, lc.Alpha, lc.TargetModules)
 		return nil
@@ -245,7 +266,7 @@ func (w *workspace) usePeft(cfg *grpo.Config, warn io.Writer) error {
 	if !cfg.UsePeft {
 		return nil
 	}
-	if err := w.model.AddLoRA(cfg.LoRA(), uint64(cfg.Seed)); err != nil {
+	if err := w.model.AddLoRA(cfg.LoRA(), uint64(seed)); err != nil {
 		return err
 	}
 	lc := w.model.LoRA()

@@ -17,14 +17,15 @@ func newSFTCmd() *cobra.Command {
 		Long: `sft replays every task's golden trajectory (tasks without one, such as generated edge cases, are
 skipped and counted) through the rollout loop against its live sandbox,
 renders it with the model's chat template, and trains on the assistant's tokens only (never the prompt or
-tool output). It uses the config's TrainingArguments names (learning_rate, max_steps, num_train_epochs,
-per_device_train_batch_size, lr_scheduler_type, warmup_ratio, max_grad_norm, logging_steps, seed) and
-writes metrics.jsonl and final/ to output_dir in the same format as train.`,
+tool output). Its config holds the TrainingArguments names (learning_rate, max_steps, num_train_epochs,
+per_device_train_batch_size, lr_scheduler_type, warmup_ratio, max_grad_norm, logging_steps, seed, ...),
+model, tasks, fixtures, dsn, max_prompt_length and max_completion_length, and no GRPO key. It writes
+metrics.jsonl and final/ to output_dir in the same format as train.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			stderr := cmd.ErrOrStderr()
-			cfg, err := flags.loadConfig(stderr)
+			cfg, err := flags.loadSFTConfig(stderr)
 			if err != nil {
 				return err
 			}
@@ -38,7 +39,7 @@ writes metrics.jsonl and final/ to output_dir in the same format as train.`,
 				return err
 			}
 			defer ws.Close()
-			if err := ws.usePeft(cfg, stderr); err != nil {
+			if err := ws.usePeft(&cfg.PeftArguments, cfg.Seed, stderr); err != nil {
 				return fmt.Errorf("%s: %w", flags.config, err)
 			}
 			if err := ws.logSkipped(cfg.OutputDir); err != nil {

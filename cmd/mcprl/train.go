@@ -49,7 +49,7 @@ that holds an earlier run's outputs unless --overwrite_output_dir deletes them.`
 				return err
 			}
 			defer ws.Close()
-			if err := ws.usePeft(cfg, stderr); err != nil {
+			if err := ws.usePeft(&cfg.PeftArguments, cfg.Seed, stderr); err != nil {
 				return fmt.Errorf("%s: %w", flags.config, err)
 			}
 			if err := ws.logSkipped(cfg.OutputDir); err != nil {

@@ -19,8 +19,6 @@ from conftest import REPO, run_mcprl
 CONFIG = """model: {base}
 tasks: {repo}/examples/customers/quick_tasks.jsonl
 fixtures: {repo}/examples/fixtures
-rewards:
-  - name: seed
 use_peft: true
 lora_r: 4
 lora_alpha: 8
@@ -34,7 +32,6 @@ lr_scheduler_type: constant
 logging_steps: 1
 save_steps: 100
 seed: 5
-num_generations: 2
 max_prompt_length: 1024
 max_completion_length: 1024
 """

@@ -1,4 +1,4 @@
-package grpo
+package train
 
 import (
 	"encoding/json"
@@ -19,20 +19,35 @@ import (
 // under their variable paths) and trainer_state.json. It is written under a
 // temporary name and renamed into place, so a kill mid-write never leaves a
 // checkpoint that looks complete and is not.
-const (
-	optimizerFile = "optimizer.safetensors"
-	stateFile     = "trainer_state.json"
-)
+const optimizerFile = "optimizer.safetensors"
+
+// StateFile is the name of a checkpoint's trainer_state.json: the State,
+// and the optimizer's step count.
+const StateFile = "trainer_state.json"
+
+// State is the trainer's position, saved in trainer_state.json: with the
+// model and optimizer state it is all a resumed run needs, since sampling
+// seeds and the data order derive from it.
+type State struct {
+	GlobalStep int     `json:"global_step"`
+	MaxSteps   int     `json:"max_steps"`
+	Epoch      float64 `json:"epoch"`
+	// PromptCursor counts prompts drawn so far (the data position of a
+	// trainer that samples prompts; 0 for one that does not).
+	PromptCursor int `json:"prompt_cursor"`
+	// Rounds counts generation rounds so far (each seeds its sampling).
+	Rounds     int              `json:"generation_rounds"`
+	LogHistory []map[string]any `json:"log_history,omitempty"`
+	// Generation is how the policy was sampled in training (grpo.Generation
+	// as JSON), for whoever evaluates the checkpoint; empty when the trainer
+	// does not sample.
+	Generation json.RawMessage `json:"generation,omitempty"`
+}
 
 // checkpointState is trainer_state.json.
 type checkpointState struct {
 	State
 	OptimizerStep int64 `json:"optimizer_step"`
-}
-
-// save writes a checkpoint of the model, the optimizer and st to dir.
-func (t *Trainer) save(dir string, st *State) error {
-	return SaveCheckpoint(dir, t.Model, t.TokenizerDir, st)
 }
 
 // SaveCheckpoint writes a checkpoint of m (whose context also holds the
@@ -65,7 +80,7 @@ func SaveCheckpoint(dir string, m *model.Model, tokenizerDir string, st *State) 
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
-	if err := writeFileSync(filepath.Join(tmp, stateFile), data); err != nil {
+	if err := writeFileSync(filepath.Join(tmp, StateFile), data); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	if err := syncDir(tmp); err != nil {
@@ -98,7 +113,7 @@ func LatestCheckpoint(outputDir string) (string, error) {
 		if m == nil || !e.IsDir() {
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(outputDir, e.Name(), stateFile)); err != nil {
+		if _, err := os.Stat(filepath.Join(outputDir, e.Name(), StateFile)); err != nil {
 			continue
 		}
 		if n, _ := strconv.Atoi(m[1]); n > bestStep {
@@ -108,27 +123,27 @@ func LatestCheckpoint(outputDir string) (string, error) {
 	return best, nil
 }
 
-// restore loads the optimizer state and trainer state of the latest
-// checkpoint in output_dir into the trainer (whose Model the caller loaded
-// from that same checkpoint). Without a checkpoint it starts fresh.
-func (t *Trainer) restore() (*State, error) {
-	dir, err := LatestCheckpoint(t.Config.OutputDir)
+// Restore loads the optimizer state and trainer state of the latest
+// checkpoint in outputDir into m (which the caller loaded from that same
+// checkpoint). Without a checkpoint it returns a fresh State.
+func Restore(outputDir string, m *model.Model) (*State, error) {
+	dir, err := LatestCheckpoint(outputDir)
 	if err != nil || dir == "" {
 		return &State{}, err
 	}
-	data, err := os.ReadFile(filepath.Join(dir, stateFile))
+	data, err := os.ReadFile(filepath.Join(dir, StateFile))
 	if err != nil {
 		return nil, fmt.Errorf("resume: %w", err)
 	}
 	var cs checkpointState
 	if err := json.Unmarshal(data, &cs); err != nil {
-		return nil, fmt.Errorf("resume: %s: %w", filepath.Join(dir, stateFile), err)
+		return nil, fmt.Errorf("resume: %s: %w", filepath.Join(dir, StateFile), err)
 	}
 	opt, err := model.LoadTensors(filepath.Join(dir, optimizerFile))
 	if err != nil {
 		return nil, fmt.Errorf("resume: %w", err)
 	}
-	ctx := t.Model.Ctx.Checked(false)
+	ctx := m.Ctx.Checked(false)
 	for name, val := range opt {
 		scope, base := filepath.Split(name)
 		ctx.InAbsPath(OptimizerScope+"/"+strings.TrimSuffix(scope, "/")).VariableWithValue(base, val).SetTrainable(false)

@@ -1,7 +1,8 @@
-package grpo
+package train
 
 import (
 	"fmt"
+	"slices"
 
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:staticcheck // GoMLX graph code reads best with the dot import.
 	"github.com/gomlx/gomlx/pkg/ml/context"
@@ -10,10 +11,10 @@ import (
 
 // OptimizerScope is the absolute context scope under which Optimizer keeps its state: gradient
 // accumulators, AdamW moments and the step count. Saving the context saves the optimizer.
-const OptimizerScope = "/grpo_optimizer"
+const OptimizerScope = "/optimizer"
 
-// Optimizer is the transformers Trainer's optimisation step as GRPO uses it: gradients of the
-// micro-batches of one step summed (TRL's losses are already normalised for accumulation), then
+// Optimizer is the transformers Trainer's optimisation step: gradients of the micro-batches of one
+// step summed (the trainers' losses are already normalised for accumulation), then
 // torch's clip_grad_norm_(max_grad_norm), then torch AdamW with transformers' two parameter groups
 // (no weight decay for biases and norm weights). Its state lives in context variables under
 // OptimizerScope, so checkpoints and resumption carry it.
@@ -24,9 +25,9 @@ type Optimizer struct {
 	Decay func(v *context.Variable) bool
 }
 
-// Optimizer returns the optimizer of c (adam_*, weight_decay, max_grad_norm).
-func (c *Config) Optimizer() *Optimizer {
-	return &Optimizer{AdamW: c.AdamW(), MaxGradNorm: c.MaxGradNorm}
+// Optimizer returns the optimizer of a (adam_*, weight_decay, max_grad_norm).
+func (a *Arguments) Optimizer() *Optimizer {
+	return &Optimizer{AdamW: a.AdamW(), MaxGradNorm: a.MaxGradNorm}
 }
 
 func (o *Optimizer) state(ctx *context.Context, kind string, v *context.Variable) *context.Variable {
@@ -48,7 +49,7 @@ func checkGrads(vars []*context.Variable, grads []*Node) error {
 		if grads[i] == nil {
 			continue
 		}
-		if !equalDims(v.Shape().Dimensions, grads[i].Shape().Dimensions) {
+		if !slices.Equal(v.Shape().Dimensions, grads[i].Shape().Dimensions) {
 			return fmt.Errorf("optimizer: gradient %d has shape %v, variable %s has %v",
 				i, grads[i].Shape().Dimensions, v.ScopeAndName(), v.Shape().Dimensions)
 		}

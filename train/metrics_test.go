@@ -1,4 +1,4 @@
-package grpo
+package train
 
 import (
 	"math"

@@ -1,8 +1,12 @@
-package grpo
+package train
 
 import (
+	"encoding/json"
+	"fmt"
 	"math"
+	"os"
 	"sort"
+	"strings"
 )
 
 // LogWindow gathers what the transformers Trainer and TRL's GRPOTrainer log between two logging steps:
@@ -78,3 +82,66 @@ func (w *LogWindow) Keys() []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// MetricsRecord turns a log window into a JSON-ready record (NaN as null).
+func MetricsRecord(logs map[string]float64) map[string]any {
+	rec := make(map[string]any, len(logs))
+	for k, v := range logs {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			rec[k] = nil
+		} else {
+			rec[k] = v
+		}
+	}
+	if s, ok := logs["step"]; ok {
+		rec["step"] = int(s)
+	}
+	return rec
+}
+
+// MetricsFile appends one JSON object per logging step to metrics.jsonl.
+type MetricsFile struct{ f *os.File }
+
+// OpenMetrics opens metrics.jsonl for appending, first dropping the lines of
+// steps after `keep` (a resumed run rewrites what it redoes).
+func OpenMetrics(path string, keep int) (*MetricsFile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	var kept []byte
+	for _, line := range strings.SplitAfter(string(data), "\n") {
+		var rec struct {
+			Step int `json:"step"`
+		}
+		if strings.TrimSpace(line) == "" || json.Unmarshal([]byte(line), &rec) != nil || !strings.HasSuffix(line, "\n") {
+			continue
+		}
+		if rec.Step <= keep {
+			kept = append(kept, line...)
+		}
+	}
+	if err := os.WriteFile(path, kept, 0o644); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	return &MetricsFile{f: f}, nil
+}
+
+// Write appends one record.
+func (m *MetricsFile) Write(rec map[string]any) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	if _, err := m.f.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	return nil
+}
+
+// Close closes the file.
+func (m *MetricsFile) Close() error { return m.f.Close() }

@@ -1,8 +1,6 @@
-package grpo
+package train
 
 import (
-	"fmt"
-	"math"
 	"regexp"
 	"strings"
 
@@ -10,60 +8,6 @@ import (
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:staticcheck // GoMLX graph code reads best with the dot import.
 	"github.com/gomlx/gomlx/pkg/ml/train/optimizers"
 )
-
-// WarmupSteps is transformers' TrainingArguments.get_warmup_steps: warmupSteps when >= 1; a ratio of
-// totalSteps when in (0, 1) (transformers v5's form); else ceil(totalSteps x warmupRatio).
-func WarmupSteps(warmupSteps, warmupRatio float64, totalSteps int) int {
-	switch {
-	case warmupSteps >= 1:
-		return int(warmupSteps)
-	case warmupSteps > 0:
-		return int(math.Ceil(float64(totalSteps) * warmupSteps))
-	}
-	return int(math.Ceil(float64(totalSteps) * warmupRatio))
-}
-
-// LRLambda is the multiplier of the base learning rate that transformers' schedulers
-// (get_scheduler with torch's LambdaLR) apply after `step` optimizer steps (LambdaLR's last_epoch):
-// the update number s (1-based) uses LRLambda(s-1).
-//
-//	linear:               warmup s/w, then max(0, (total-s)/max(1, total-w))
-//	cosine:               warmup, then max(0, 0.5*(1+cos(pi*progress))), progress = (s-w)/max(1, total-w)
-//	constant:             1
-//	constant_with_warmup: warmup, then 1
-func LRLambda(schedulerType string, step, warmupSteps, totalSteps int) (float64, error) {
-	s, w, t := float64(step), float64(warmupSteps), float64(totalSteps)
-	warm := func() float64 { return s / math.Max(1, w) }
-	switch schedulerType {
-	case SchedulerLinear:
-		if step < warmupSteps {
-			return warm(), nil
-		}
-		return math.Max(0, (t-s)/math.Max(1, t-w)), nil
-	case SchedulerCosine:
-		if step < warmupSteps {
-			return warm(), nil
-		}
-		progress := (s - w) / math.Max(1, t-w)
-		const numCycles = 0.5
-		return math.Max(0, 0.5*(1+math.Cos(math.Pi*numCycles*2*progress))), nil
-	case SchedulerConstant:
-		return 1, nil
-	case SchedulerConstantWithWarmup:
-		if step < warmupSteps {
-			return warm(), nil
-		}
-		return 1, nil
-	}
-	return 0, fmt.Errorf("lr_scheduler_type %q is not supported", schedulerType)
-}
-
-// LearningRateAt is the learning rate of the update that follows `step` completed optimizer steps
-// (step 0 is the first update), for a run of totalSteps optimizer steps.
-func (c *Config) LearningRateAt(step, totalSteps int) (float64, error) {
-	f, err := LRLambda(c.LRSchedulerType, step, WarmupSteps(c.WarmupSteps, c.WarmupRatio, totalSteps), totalSteps)
-	return c.LearningRate * f, err
-}
 
 // ClipGradNorm is torch.nn.utils.clip_grad_norm_ (L2): it returns the gradients scaled by
 // min(1, maxNorm/(totalNorm+1e-6)) and the total norm before clipping (the trainer's "grad_norm").
@@ -99,9 +43,9 @@ type AdamW struct {
 	Beta1, Beta2, Epsilon, WeightDecay float64
 }
 
-// AdamW returns the optimizer settings of c (adam_beta1, adam_beta2, adam_epsilon, weight_decay).
-func (c *Config) AdamW() AdamW {
-	return AdamW{Beta1: c.AdamBeta1, Beta2: c.AdamBeta2, Epsilon: c.AdamEpsilon, WeightDecay: c.WeightDecay}
+// AdamW returns the optimizer settings of a (adam_beta1, adam_beta2, adam_epsilon, weight_decay).
+func (a *Arguments) AdamW() AdamW {
+	return AdamW{Beta1: a.AdamBeta1, Beta2: a.AdamBeta2, Epsilon: a.AdamEpsilon, WeightDecay: a.WeightDecay}
 }
 
 // Update is one torch.optim.AdamW step for one parameter, in torch's order of operations:
@@ -141,15 +85,23 @@ func NoDecay(name string) bool {
 	return noDecayPatterns.MatchString(name)
 }
 
-// GoMLXAdamW returns GoMLX's Adam configured as this config's AdamW. Its update equals torch's AdamW
+// GoMLXAdamW returns GoMLX's Adam configured as a's AdamW. Its update equals torch's AdamW
 // (decoupled decay lr*wd*p, bias-corrected moments; tests check it step by step), but it decays every
 // trainable variable, biases and norms included, and keeps its step counter in the loss dtype.
 // Set the scheduled learning rate with optimizers.LearningRateVar before each step.
-func (c *Config) GoMLXAdamW(dtype dtypes.DType) *optimizers.AdamConfig {
+func (a *Arguments) GoMLXAdamW(dtype dtypes.DType) *optimizers.AdamConfig {
 	return optimizers.Adam().
-		LearningRate(c.LearningRate).
-		Betas(c.AdamBeta1, c.AdamBeta2).
-		Epsilon(c.AdamEpsilon).
-		WeightDecay(c.WeightDecay).
+		LearningRate(a.LearningRate).
+		Betas(a.AdamBeta1, a.AdamBeta2).
+		Epsilon(a.AdamEpsilon).
+		WeightDecay(a.WeightDecay).
 		DType(dtype)
+}
+
+// convertTo converts x to dtype unless it already has it.
+func convertTo(x *Node, dtype dtypes.DType) *Node {
+	if x.DType() != dtype {
+		return ConvertDType(x, dtype)
+	}
+	return x
 }

@@ -1,4 +1,4 @@
-package grpo
+package train
 
 import (
 	"path"
@@ -19,7 +19,7 @@ func TestScheduleMatchesLambdaLR(t *testing.T) {
 		t.Fatal("no schedule cases")
 	}
 	for _, c := range g.ScheduleCases {
-		cfg := Default()
+		cfg := DefaultArguments()
 		cfg.LearningRate, cfg.LRSchedulerType, cfg.WarmupRatio = c.BaseLR, c.Kind, c.WarmupRatio
 		for step, want := range c.LRs {
 			got, err := cfg.LearningRateAt(step, c.Total)
@@ -125,14 +125,14 @@ func TestClipAndAdamWMatchTorch(t *testing.T) {
 	}
 }
 
-// TestGoMLXAdamMatchesTorchAdamW checks that GoMLX's Adam configured by Config.GoMLXAdamW takes the
+// TestGoMLXAdamMatchesTorchAdamW checks that GoMLX's Adam configured by Arguments.GoMLXAdamW takes the
 // same steps as torch.optim.AdamW (with weight decay on every tensor: GoMLX cannot exempt some), fed
 // the same clipped gradients, so the trainer may use it instead of AdamW.Update.
 func TestGoMLXAdamMatchesTorchAdamW(t *testing.T) {
 	a := golden(t).AdamW
 	params, dims := adamCase(t)
 	// torch's history decays tensors 0 and 1 only: check GoMLX on those two, with decay 0.1.
-	cfg := Default()
+	cfg := DefaultArguments()
 	cfg.WeightDecay = a.WeightDecay[0]
 	cfg.AdamBeta1, cfg.AdamBeta2, cfg.AdamEpsilon = a.Betas[0], a.Betas[1], a.Eps
 	ctx := context.New()
@@ -227,7 +227,7 @@ func TestOptimizerMatchesTorch(t *testing.T) {
 		scope, name := path.Split(names[i])
 		vars[i] = ctx.InAbsPath("/model/"+scope).VariableWithValue(name, tensors.FromFlatDataAndDimensions(params[i], dims[i]...))
 	}
-	cfg := Default()
+	cfg := DefaultArguments()
 	cfg.WeightDecay, cfg.MaxGradNorm = a.WeightDecay[0], a.MaxNorm
 	cfg.AdamBeta1, cfg.AdamBeta2, cfg.AdamEpsilon = a.Betas[0], a.Betas[1], a.Eps
 	opt := cfg.Optimizer()
