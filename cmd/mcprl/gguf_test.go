@@ -23,12 +23,11 @@ func pretrainedGRPO(t *testing.T, gguf string, steps, generations, completion in
 	}
 	// SFT on the tasks' goldens with a fresh LoRA adapter (its loss always has a gradient), then GRPO continues
 	// the adapter (a tiny random model's trajectories may all score alike, leaving GRPO nothing to move).
-	write := func(name, model, outDir string, completion int) string {
+	// write writes a config; an sft config holds no GRPO key (rewards, num_generations, ...).
+	write := func(name, model, outDir string, completion int, grpo bool) string {
 		cfg := fmt.Sprintf(`model: %s
 tasks: ../../examples/customers/quick_tasks.jsonl
 fixtures: ../../examples/fixtures
-rewards:
-  - name: seed
 use_peft: true
 lora_r: 4
 lora_alpha: 8
@@ -42,12 +41,17 @@ lr_scheduler_type: constant
 logging_steps: 1
 save_steps: 100
 seed: 3
-num_generations: %d
 max_prompt_length: 1024
 max_completion_length: %d
+`, model, outDir, steps, generations, completion)
+		if grpo {
+			cfg += fmt.Sprintf(`rewards:
+  - name: seed
+num_generations: %d
 max_tool_calling_iterations: 1
 temperature: 1.0
-`, model, outDir, steps, generations, generations, completion)
+`, generations)
+		}
 		path := filepath.Join(dir, name)
 		if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 			t.Fatal(err)
@@ -55,10 +59,10 @@ temperature: 1.0
 		return path
 	}
 	sftDir := filepath.Join(dir, "sft")
-	if out, err := runMcprl(t, "", "sft", "--config", write("sft.yaml", base, sftDir, 1024)); err != nil || !strings.Contains(out, "LoRA: r 4") {
+	if out, err := runMcprl(t, "", "sft", "--config", write("sft.yaml", base, sftDir, 1024, false)); err != nil || !strings.Contains(out, "LoRA: r 4") {
 		t.Fatalf("sft: %v\n%s", err, out)
 	}
-	if out, err := runMcprl(t, "", "train", "--config", write("grpo.yaml", filepath.Join(sftDir, "final"), filepath.Join(dir, "run"), completion)); err != nil || !strings.Contains(out, "LoRA adapter of") {
+	if out, err := runMcprl(t, "", "train", "--config", write("grpo.yaml", filepath.Join(sftDir, "final"), filepath.Join(dir, "run"), completion, true)); err != nil || !strings.Contains(out, "LoRA adapter of") {
 		t.Fatalf("train: %v\n%s", err, out)
 	}
 	final := filepath.Join(dir, "run", "final")
