@@ -15,12 +15,7 @@ import (
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/vm"
 	"github.com/mcprl/mcprl/chat"
-)
-
-// The tools whose results the assertions read.
-const (
-	QueryTool = "query_database"
-	LintTool  = "run_linter"
+	"github.com/mcprl/mcprl/task"
 )
 
 // Assertions scores a trajectory by its task's ground_truth_assertions,
@@ -95,7 +90,7 @@ func FactsOf(t *chat.Trajectory) Facts {
 			if c.IsError {
 				f.FailedCalls++
 			}
-			if c.Call.Name == LintTool {
+			if c.Call.Name == task.ToolRunLinter {
 				if code, ok := exitCode(c); ok {
 					f.ExitCode = code
 				} else {
@@ -173,14 +168,14 @@ func neededTools(assertions []string) []string {
 	set := map[string]bool{}
 	for _, a := range assertions {
 		if IsSQL(a) {
-			set[QueryTool] = true
+			set[task.ToolQueryDatabase] = true
 			continue
 		}
 		for _, m := range exprIdent.FindAllStringSubmatch(a, -1) {
 			if m[1] != "" {
 				set[m[1]] = true
 			} else {
-				set[LintTool] = true
+				set[task.ToolRunLinter] = true
 			}
 		}
 	}
@@ -277,7 +272,7 @@ func observations(t *chat.Trajectory) []observed {
 		return nil
 	}
 	for _, c := range t.Calls() {
-		if c.Call.Name != QueryTool || c.IsError || c.Structured == nil {
+		if c.Call.Name != task.ToolQueryDatabase || c.IsError || c.Structured == nil {
 			continue
 		}
 		b, err := json.Marshal(c.Structured)

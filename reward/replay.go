@@ -19,9 +19,10 @@ type Caller interface {
 
 // Replay turns a completion (one assistant text, its calls not yet run)
 // into a one-turn trajectory by running its well-formed calls, in order,
-// through c. Malformed calls are recorded with their parse error and not
-// run. A server failure ends the trajectory with Error set, as a rollout
-// would; only a cancelled context is returned as an error.
+// through c; with c nil the calls are parsed and not run (rewards that read
+// only the text). Malformed calls are recorded with their parse error and
+// not run. A server failure ends the trajectory with Error set, as a
+// rollout would; only a cancelled context is returned as an error.
 func Replay(ctx context.Context, c Caller, text string) (*chat.Trajectory, error) {
 	traj := &chat.Trajectory{Answer: toolcall.StripCalls(text)}
 	turn := chat.Turn{Text: text}
@@ -29,6 +30,10 @@ func Replay(ctx context.Context, c Caller, text string) (*chat.Trajectory, error
 		cr := chat.CallResult{Call: p.Call}
 		if p.Err != nil {
 			cr.ParseError = p.Err.Error()
+			turn.Calls = append(turn.Calls, cr)
+			continue
+		}
+		if c == nil {
 			turn.Calls = append(turn.Calls, cr)
 			continue
 		}

@@ -31,12 +31,9 @@ type Input struct {
 	// live checks (SQL oracles) read its state. Nil when no Func needs it.
 	Sandbox Sandbox
 	// Catalog names the tools the agent was offered. Nil means the
-	// sandbox's tools, or DefaultCatalog without a sandbox.
+	// sandbox's tools, or task.DefaultTools without a sandbox.
 	Catalog []string
 }
-
-// DefaultCatalog is the tool catalog of the user's reward function.
-var DefaultCatalog = []string{"query_database", "run_linter"}
 
 // catalog returns the tool names the agent was offered.
 func (in *Input) catalog() []string {
@@ -50,7 +47,7 @@ func (in *Input) catalog() []string {
 		}
 		return names
 	}
-	return DefaultCatalog
+	return task.DefaultTools
 }
 
 // Func is one reward function.

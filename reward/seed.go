@@ -24,7 +24,7 @@ type SeedConfig struct {
 // DefaultSeedConfig is the user's: ["query_database", "run_linter"], and
 // +0.4 when query_database's "sql" contains "inactive" (after .lower()).
 func DefaultSeedConfig() SeedConfig {
-	return SeedConfig{Catalog: []string{"query_database", "run_linter"}, QueryTool: "query_database", Argument: "sql", Keyword: "inactive"}
+	return SeedConfig{Catalog: []string{task.ToolQueryDatabase, task.ToolRunLinter}, QueryTool: task.ToolQueryDatabase, Argument: "sql", Keyword: "inactive"}
 }
 
 // Overlay returns c with every field that over sets (non-empty, non-zero) replacing c's.

@@ -357,10 +357,10 @@ func (r *Runner) turn(ctx context.Context, s *state, sample policy.Sample, stops
 	switch {
 	case !sample.Stopped:
 		t.Truncated = true
-		t.Answer = answerText(text)
+		t.Answer = toolcall.StripCalls(text)
 		return nil
 	case last != stops.toolStop:
-		t.Answer = answerText(text)
+		t.Answer = toolcall.StripCalls(text)
 		return nil
 	case s.rounds >= r.Config.MaxToolCallingIterations:
 		t.Truncated = true
@@ -431,23 +431,6 @@ func (r *Runner) observation(s *state, assistant string, toolMsgs []chat.Message
 		return "", fmt.Errorf("chat template re-renders earlier turns differently; cannot append tool output token-in, token-out")
 	}
 	return after[len(head):], nil
-}
-
-// answerText is an assistant turn's text without its tool-call blocks.
-func answerText(text string) string {
-	for {
-		i := strings.Index(text, "<tool_call>")
-		if i < 0 {
-			break
-		}
-		j := strings.Index(text[i:], "</tool_call>")
-		if j < 0 {
-			text = text[:i]
-			break
-		}
-		text = text[:i] + text[i+j+len("</tool_call>"):]
-	}
-	return strings.TrimSpace(text)
 }
 
 func toInt32(ids []int) []int32 {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcprl/mcprl/internal/pgtest"
+	"github.com/mcprl/mcprl/task"
 )
 
 // BenchmarkToolsCall measures an in-process tools/call round trip of
@@ -38,12 +39,12 @@ func benchToolsCall(b *testing.B, dsn string) {
 			b.Fatal(err)
 		}
 		t1 := time.Now()
-		res, err := s.Call(ctx, ToolQueryDatabase, args)
+		res, err := s.Call(ctx, task.ToolQueryDatabase, args)
 		if err != nil || res.IsError {
 			b.Fatal(err, res)
 		}
 		t2 := time.Now()
-		res, err = sp.Call(ctx, ToolQueryDatabase, args)
+		res, err = sp.Call(ctx, task.ToolQueryDatabase, args)
 		if err != nil || res.IsError {
 			b.Fatal(err, res)
 		}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcprl/mcprl/task"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -118,7 +119,7 @@ mcp_servers:
     env: {%s: "1"}
 `, os.Args[0], helperEnv))
 	f := newFactory(t, fx, Options{CallTimeout: 300 * time.Millisecond})
-	want := []string{"crash", "greet", "hang", "legacy_error", ToolQueryDatabase}
+	want := []string{"crash", "greet", "hang", "legacy_error", task.ToolQueryDatabase}
 	if got := strings.Join(f.toolNames(), ","); got != strings.Join(want, ",") {
 		t.Fatalf("catalog %s, want %v", got, want)
 	}
@@ -228,7 +229,7 @@ func TestExternalEverythingHTTP(t *testing.T) {
 func checkEverything(t *testing.T, f *Factory) {
 	t.Helper()
 	names := f.toolNames()
-	if len(names) < 5 || !contains(names, ToolQueryDatabase) || !contains(names, ToolRunLinter) || !contains(names, "echo") || !contains(names, "get-sum") {
+	if len(names) < 5 || !contains(names, task.ToolQueryDatabase) || !contains(names, task.ToolRunLinter) || !contains(names, "echo") || !contains(names, "get-sum") {
 		t.Fatalf("catalog: %v", names)
 	}
 	for i := 0; i < 2; i++ {

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcprl/mcprl/internal/pgtest"
+	"github.com/mcprl/mcprl/task"
 )
 
 // serveHTTP starts f's HTTP handler on a test server and returns a connect
@@ -43,7 +44,7 @@ func serveHTTPAt(t *testing.T, f *Factory, opts HTTPOptions) (func() (*mcp.Clien
 }
 
 func sqlCall(cs *mcp.ClientSession, sql string) (*mcp.CallToolResult, error) {
-	return cs.CallTool(context.Background(), &mcp.CallToolParams{Name: ToolQueryDatabase, Arguments: map[string]any{"sql": sql}})
+	return cs.CallTool(context.Background(), &mcp.CallToolParams{Name: task.ToolQueryDatabase, Arguments: map[string]any{"sql": sql}})
 }
 
 func firstCell(t *testing.T, res *mcp.CallToolResult, err error) any {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcprl/mcprl/internal/pgtest"
+	"github.com/mcprl/mcprl/task"
 )
 
 // openFDs counts this process's open file descriptors.
@@ -80,19 +81,19 @@ func testNoLeak(t *testing.T, dsn string, cycles int) {
 		case i%50 == 7: // times out: the call ends with an error, the statement is interrupted
 			callCtx, cancel = context.WithTimeout(ctx, 2*time.Millisecond)
 			defer cancel()
-			name, args = ToolQueryDatabase, `{"sql": "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c"}`
+			name, args = task.ToolQueryDatabase, `{"sql": "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c"}`
 		case i%10 == 1:
-			name, args = ToolQueryDatabase, `{"sql": "SELEC oops"}`
+			name, args = task.ToolQueryDatabase, `{"sql": "SELEC oops"}`
 		case i%10 == 2:
 			name, args = "no_such_tool", `{}`
 		case i%10 == 3:
-			name, args = ToolRunLinter, `{"path": "../../etc/passwd"}`
+			name, args = task.ToolRunLinter, `{"path": "../../etc/passwd"}`
 		case i%10 == 4:
-			name, args = ToolQueryDatabase, `{"query": 1}`
+			name, args = task.ToolQueryDatabase, `{"query": 1}`
 		case i%10 == 5:
-			name, args = ToolRunLinter, `{"path": "report.json"}`
+			name, args = task.ToolRunLinter, `{"path": "report.json"}`
 		default:
-			name, args = ToolQueryDatabase, fmt.Sprintf(`{"sql": "DELETE FROM orders WHERE customer_id = %d"}`, i%36+1)
+			name, args = task.ToolQueryDatabase, fmt.Sprintf(`{"sql": "DELETE FROM orders WHERE customer_id = %d"}`, i%36+1)
 		}
 		res, err := s.Call(callCtx, name, json.RawMessage(args))
 		if i%50 == 7 {

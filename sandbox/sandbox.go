@@ -18,12 +18,6 @@ import (
 	"github.com/mcprl/mcprl/task"
 )
 
-// Tool names of the built-in tools.
-const (
-	ToolQueryDatabase = "query_database"
-	ToolRunLinter     = "run_linter"
-)
-
 // ProtocolVersion is the MCP protocol version the sandbox's clients ask for.
 // Pinning it skips the SDK's server/discover probe, a wasted round trip
 // against servers that only speak the initialize handshake.
@@ -120,20 +114,20 @@ func NewFactory(ctx context.Context, fx *task.Fixture, opts Options) (_ *Factory
 		}
 	}
 	if len(fx.Config.Tools) == 0 {
-		f.enabled[ToolQueryDatabase], f.enabled[ToolRunLinter] = true, true
+		f.enabled[task.ToolQueryDatabase], f.enabled[task.ToolRunLinter] = true, true
 	}
 	for _, name := range fx.Config.Tools {
 		switch {
-		case name == ToolQueryDatabase || name == ToolRunLinter:
+		case name == task.ToolQueryDatabase || name == task.ToolRunLinter:
 			f.enabled[name] = true
 		case external[name]:
 		default:
-			return nil, fmt.Errorf("sandbox: fixture %s enables unknown tool %q (built in: %s, %s)", fx.Name, name, ToolQueryDatabase, ToolRunLinter)
+			return nil, fmt.Errorf("sandbox: fixture %s enables unknown tool %q (built in: %s, %s)", fx.Name, name, task.ToolQueryDatabase, task.ToolRunLinter)
 		}
 	}
 	for _, e := range f.externals {
 		for _, t := range e.tools {
-			if t.Name == ToolQueryDatabase || t.Name == ToolRunLinter {
+			if t.Name == task.ToolQueryDatabase || t.Name == task.ToolRunLinter {
 				return nil, fmt.Errorf("sandbox: external server %s offers tool %q, which is built in", e.name, t.Name)
 			}
 		}

@@ -102,7 +102,7 @@ func structured(t testing.TB, res *mcp.CallToolResult, v any) {
 // count runs a one-cell query through the MCP tool and returns the cell.
 func count(t testing.TB, s *Sandbox, sql string) int {
 	t.Helper()
-	res := call(t, s, ToolQueryDatabase, fmt.Sprintf(`{"sql": %q}`, sql))
+	res := call(t, s, task.ToolQueryDatabase, fmt.Sprintf(`{"sql": %q}`, sql))
 	if res.IsError {
 		t.Fatalf("%s: %s", sql, ResultText(res))
 	}
@@ -130,7 +130,7 @@ func backends(t *testing.T, fn func(t *testing.T, dsn string)) {
 func TestCatalog(t *testing.T) {
 	f := newFactory(t, loadCustomers(t), Options{})
 	tools := f.Tools()
-	if len(tools) != 2 || tools[0].Name != ToolQueryDatabase || tools[1].Name != ToolRunLinter {
+	if len(tools) != 2 || tools[0].Name != task.ToolQueryDatabase || tools[1].Name != task.ToolRunLinter {
 		t.Fatalf("catalog: %v", f.toolNames())
 	}
 	for _, tool := range tools {
@@ -146,7 +146,7 @@ func TestCatalog(t *testing.T) {
 		if err := json.Unmarshal(schema, &s); err != nil {
 			t.Fatal(err)
 		}
-		arg := map[string]string{ToolQueryDatabase: "sql", ToolRunLinter: "path"}[tool.Name]
+		arg := map[string]string{task.ToolQueryDatabase: "sql", task.ToolRunLinter: "path"}[tool.Name]
 		if s.Type != "object" || s.Properties[arg]["type"] != "string" || s.Properties[arg]["description"] == "" ||
 			len(s.Required) != 1 || s.Required[0] != arg {
 			t.Errorf("%s: input schema %s", tool.Name, schema)
@@ -167,7 +167,7 @@ func TestCatalog(t *testing.T) {
 	}
 
 	only := newFactory(t, customersWith(t, "tools: [query_database]\n"), Options{})
-	if names := only.toolNames(); len(names) != 1 || names[0] != ToolQueryDatabase {
+	if names := only.toolNames(); len(names) != 1 || names[0] != task.ToolQueryDatabase {
 		t.Errorf("tools: [query_database] gave %v", names)
 	}
 	if _, err := NewFactory(context.Background(), customersWith(t, "tools: [query_database, shell]\n"), Options{}); err == nil || !strings.Contains(err.Error(), `unknown tool "shell"`) {
@@ -184,7 +184,7 @@ func TestQueryDatabase(t *testing.T) {
 		if n := count(t, s, "SELECT COUNT(*) FROM customers WHERE LOWER(TRIM(status)) = 'inactive'"); n != 13 {
 			t.Errorf("normalized inactive count %d, want 13", n)
 		}
-		res := call(t, s, ToolQueryDatabase, `{"sql": "SELECT id, email FROM customers WHERE id <= 2 ORDER BY id"}`)
+		res := call(t, s, task.ToolQueryDatabase, `{"sql": "SELECT id, email FROM customers WHERE id <= 2 ORDER BY id"}`)
 		text := ResultText(res)
 		if res.IsError || !strings.Contains(text, "id") || !strings.Contains(text, "email") || !strings.Contains(text, "2 rows") {
 			t.Errorf("text result:\n%s", text)
@@ -198,7 +198,7 @@ func TestQueryDatabase(t *testing.T) {
 			t.Errorf("structured result: %+v", out)
 		}
 		// Writes persist within the fork.
-		res = call(t, s, ToolQueryDatabase, `{"sql": "UPDATE customers SET status = 'inactive' WHERE status IS NULL"}`)
+		res = call(t, s, task.ToolQueryDatabase, `{"sql": "UPDATE customers SET status = 'inactive' WHERE status IS NULL"}`)
 		var upd struct {
 			RowsAffected int `json:"rows_affected"`
 		}
@@ -210,7 +210,7 @@ func TestQueryDatabase(t *testing.T) {
 			t.Errorf("after update: %d, want 10", n)
 		}
 		// Row cap from sandbox.yaml (max_rows: 200) is reported.
-		res = call(t, s, ToolQueryDatabase, `{"sql": "SELECT a.id, b.id FROM customers a, customers b"}`)
+		res = call(t, s, task.ToolQueryDatabase, `{"sql": "SELECT a.id, b.id FROM customers a, customers b"}`)
 		var big struct {
 			Rows      [][]any `json:"rows"`
 			Truncated bool    `json:"truncated"`
@@ -228,27 +228,27 @@ func TestRefusals(t *testing.T) {
 	s := fork(t, newFactory(t, loadCustomers(t), Options{}))
 	cases := []struct{ tool, args, want string }{
 		{"drop_tables", `{}`, `unknown tool "drop_tables"; available tools: query_database, run_linter`},
-		{ToolQueryDatabase, `{}`, `missing required argument "sql"`},
-		{ToolQueryDatabase, ``, `missing required argument "sql"`},
-		{ToolQueryDatabase, `{"sql": 42}`, `argument "sql" must be a string`},
-		{ToolQueryDatabase, `{"sql": null}`, `argument "sql" must be a string`},
-		{ToolQueryDatabase, `{"sql": "SELECT 1", "limit": 5}`, `unknown argument "limit": query_database takes only "sql"`},
-		{ToolQueryDatabase, `["SELECT 1"]`, `arguments must be a JSON object`},
-		{ToolQueryDatabase, `"SELECT 1"`, `arguments must be a JSON object`},
-		{ToolQueryDatabase, `{"sql": "SELECT 1"`, `not valid JSON`},
-		{ToolQueryDatabase, `{"sql": "   "}`, `sql is empty`},
-		{ToolQueryDatabase, `{"sql": "SELEC 1"}`, `syntax error`},
-		{ToolQueryDatabase, `{"sql": "SELECT nope FROM customers"}`, `no such column: nope`},
-		{ToolQueryDatabase, `{"sql": "ATTACH DATABASE '/tmp/x.db' AS x"}`, `refused`},
-		{ToolQueryDatabase, `{"sql": "PRAGMA writable_schema = ON"}`, `refused`},
-		{ToolQueryDatabase, `{"sql": "SELECT load_extension('x')"}`, ``},
-		{ToolQueryDatabase, `{"sql": "VACUUM INTO '/tmp/copy.db'"}`, `refused`},
-		{ToolRunLinter, `{}`, `missing required argument "path"`},
-		{ToolRunLinter, `{"file": "x.sql"}`, `unknown argument "file"`},
-		{ToolRunLinter, `{"path": "../schema.sql"}`, `".." is not allowed`},
-		{ToolRunLinter, `{"path": "/etc/passwd"}`, `absolute paths are not allowed`},
-		{ToolRunLinter, `{"path": "missing.sql"}`, `no such file`},
-		{ToolRunLinter, `{"path": "README"}`, `no such file`},
+		{task.ToolQueryDatabase, `{}`, `missing required argument "sql"`},
+		{task.ToolQueryDatabase, ``, `missing required argument "sql"`},
+		{task.ToolQueryDatabase, `{"sql": 42}`, `argument "sql" must be a string`},
+		{task.ToolQueryDatabase, `{"sql": null}`, `argument "sql" must be a string`},
+		{task.ToolQueryDatabase, `{"sql": "SELECT 1", "limit": 5}`, `unknown argument "limit": query_database takes only "sql"`},
+		{task.ToolQueryDatabase, `["SELECT 1"]`, `arguments must be a JSON object`},
+		{task.ToolQueryDatabase, `"SELECT 1"`, `arguments must be a JSON object`},
+		{task.ToolQueryDatabase, `{"sql": "SELECT 1"`, `not valid JSON`},
+		{task.ToolQueryDatabase, `{"sql": "   "}`, `sql is empty`},
+		{task.ToolQueryDatabase, `{"sql": "SELEC 1"}`, `syntax error`},
+		{task.ToolQueryDatabase, `{"sql": "SELECT nope FROM customers"}`, `no such column: nope`},
+		{task.ToolQueryDatabase, `{"sql": "ATTACH DATABASE '/tmp/x.db' AS x"}`, `refused`},
+		{task.ToolQueryDatabase, `{"sql": "PRAGMA writable_schema = ON"}`, `refused`},
+		{task.ToolQueryDatabase, `{"sql": "SELECT load_extension('x')"}`, ``},
+		{task.ToolQueryDatabase, `{"sql": "VACUUM INTO '/tmp/copy.db'"}`, `refused`},
+		{task.ToolRunLinter, `{}`, `missing required argument "path"`},
+		{task.ToolRunLinter, `{"file": "x.sql"}`, `unknown argument "file"`},
+		{task.ToolRunLinter, `{"path": "../schema.sql"}`, `".." is not allowed`},
+		{task.ToolRunLinter, `{"path": "/etc/passwd"}`, `absolute paths are not allowed`},
+		{task.ToolRunLinter, `{"path": "missing.sql"}`, `no such file`},
+		{task.ToolRunLinter, `{"path": "README"}`, `no such file`},
 	}
 	for _, c := range cases {
 		res, err := s.Call(context.Background(), c.tool, json.RawMessage(c.args))
@@ -286,7 +286,7 @@ func TestRunLinter(t *testing.T) {
 			{"pipeline.yaml", 0, nil},
 			{"cleanup_inactive.sql", 1, []int{5, 7, 9}},
 		} {
-			res := call(t, s, ToolRunLinter, fmt.Sprintf(`{"path": %q}`, c.path))
+			res := call(t, s, task.ToolRunLinter, fmt.Sprintf(`{"path": %q}`, c.path))
 			var out lintOut
 			structured(t, res, &out)
 			if res.IsError || out.ExitCode != c.exit || len(out.Findings) != len(c.lines) {
@@ -303,8 +303,8 @@ func TestRunLinter(t *testing.T) {
 			}
 		}
 		// Schema integrity follows the trajectory's live database.
-		call(t, s, ToolQueryDatabase, `{"sql": "ALTER TABLE customers ADD COLUMN churn_score INTEGER"}`)
-		res := call(t, s, ToolRunLinter, `{"path": "inactive_customers.sql"}`)
+		call(t, s, task.ToolQueryDatabase, `{"sql": "ALTER TABLE customers ADD COLUMN churn_score INTEGER"}`)
+		res := call(t, s, task.ToolRunLinter, `{"path": "inactive_customers.sql"}`)
 		var out lintOut
 		structured(t, res, &out)
 		if out.ExitCode != 1 || !strings.Contains(ResultText(res), "churn_score") {
@@ -353,7 +353,7 @@ func isolated(f *Factory, i int) error {
 	}
 	defer s.Close()
 	q := func(sql string) (string, error) {
-		res, err := s.Call(ctx, ToolQueryDatabase, json.RawMessage(fmt.Sprintf(`{"sql": %q}`, sql)))
+		res, err := s.Call(ctx, task.ToolQueryDatabase, json.RawMessage(fmt.Sprintf(`{"sql": %q}`, sql)))
 		if err != nil {
 			return "", err
 		}
@@ -388,7 +388,7 @@ func TestCallTimeout(t *testing.T) {
 	s := fork(t, f)
 	slow := `{"sql": "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c"}`
 	start := time.Now()
-	res, err := s.Call(context.Background(), ToolQueryDatabase, json.RawMessage(slow))
+	res, err := s.Call(context.Background(), task.ToolQueryDatabase, json.RawMessage(slow))
 	if err == nil || !strings.Contains(err.Error(), "did not answer within") {
 		t.Fatalf("slow call: %v, %v", res, err)
 	}
@@ -402,7 +402,7 @@ func TestCallTimeout(t *testing.T) {
 	// The caller's own deadline works the same way.
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if _, err := s.Call(ctx, ToolQueryDatabase, json.RawMessage(slow)); err == nil {
+	if _, err := s.Call(ctx, task.ToolQueryDatabase, json.RawMessage(slow)); err == nil {
 		t.Error("call under an expired context succeeded")
 	}
 }
@@ -429,7 +429,7 @@ func TestCloseTwiceAndAfterFactoryClose(t *testing.T) {
 	if err := f.Close(); err != nil { // closes s2 too
 		t.Fatal(err)
 	}
-	if _, err := s2.Call(context.Background(), ToolQueryDatabase, json.RawMessage(`{"sql": "SELECT 1"}`)); err == nil {
+	if _, err := s2.Call(context.Background(), task.ToolQueryDatabase, json.RawMessage(`{"sql": "SELECT 1"}`)); err == nil {
 		t.Error("call on a sandbox of a closed factory succeeded")
 	}
 	if _, err := f.Fork(context.Background()); err == nil {
@@ -461,18 +461,18 @@ func TestExternalLinter(t *testing.T) {
 			Line int `json:"line"`
 		} `json:"findings"`
 	}
-	res := call(t, s, ToolRunLinter, `{"path": "notes.txt"}`)
+	res := call(t, s, task.ToolRunLinter, `{"path": "notes.txt"}`)
 	structured(t, res, &out)
 	if res.IsError || out.ExitCode != 2 || len(out.Findings) != 1 || out.Findings[0].Line != 2 || !strings.Contains(ResultText(res), "notes.txt:2: unresolved TODO") {
 		t.Errorf("notes.txt: %+v\n%s", out, ResultText(res))
 	}
-	res = call(t, s, ToolRunLinter, `{"path": "clean.txt"}`)
+	res = call(t, s, task.ToolRunLinter, `{"path": "clean.txt"}`)
 	out.Findings = nil
 	structured(t, res, &out)
 	if res.IsError || out.ExitCode != 0 || len(out.Findings) != 0 {
 		t.Errorf("clean.txt: %+v\n%s", out, ResultText(res))
 	}
-	res = call(t, s, ToolRunLinter, `{"path": "slow.md"}`)
+	res = call(t, s, task.ToolRunLinter, `{"path": "slow.md"}`)
 	structured(t, res, &out)
 	if !res.IsError || !out.TimedOut || out.ExitCode == 0 {
 		t.Errorf("slow.md: isError=%v %+v\n%s", res.IsError, out, ResultText(res))
@@ -487,7 +487,7 @@ func TestNoWorkspace(t *testing.T) {
 	}
 	fx.WorkspaceDir = ""
 	s := fork(t, newFactory(t, fx, Options{}))
-	if res := call(t, s, ToolRunLinter, `{"path": "x.sql"}`); !res.IsError || !strings.Contains(ResultText(res), "no workspace") {
+	if res := call(t, s, task.ToolRunLinter, `{"path": "x.sql"}`); !res.IsError || !strings.Contains(ResultText(res), "no workspace") {
 		t.Errorf("run_linter without a workspace: %q", ResultText(res))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcprl/mcprl/task"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -18,11 +19,11 @@ func TestServe(t *testing.T) {
 	defer cancel()
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
 	check := func(t *testing.T, cs *mcp.ClientSession) {
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolQueryDatabase, Arguments: map[string]any{"sql": "DELETE FROM orders"}})
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: task.ToolQueryDatabase, Arguments: map[string]any{"sql": "DELETE FROM orders"}})
 		if err != nil || res.IsError {
 			t.Fatalf("delete: %v %v", err, res)
 		}
-		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolQueryDatabase, Arguments: map[string]any{"sql": "SELECT COUNT(*) FROM orders"}})
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: task.ToolQueryDatabase, Arguments: map[string]any{"sql": "SELECT COUNT(*) FROM orders"}})
 		if err != nil || res.IsError || ResultText(res) == "" {
 			t.Fatalf("count: %v %v", err, res)
 		}
@@ -31,7 +32,7 @@ func TestServe(t *testing.T) {
 		}
 		// The server bounds calls itself: a runaway statement ends in time.
 		start := time.Now()
-		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolQueryDatabase, Arguments: map[string]any{"sql": "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c"}})
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: task.ToolQueryDatabase, Arguments: map[string]any{"sql": "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c"}})
 		if d := time.Since(start); d > 2*time.Second || err != nil || !res.IsError || !strings.Contains(ResultText(res), "timed out") {
 			t.Errorf("runaway statement: %v %v after %s, want an isError result saying it timed out", err, res, d)
 		}

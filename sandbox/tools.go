@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcprl/mcprl/sandbox/lint"
 	"github.com/mcprl/mcprl/sandbox/sqldb"
+	"github.com/mcprl/mcprl/task"
 )
 
 // builtinTools defines the built-in tools: name, description, and the input
@@ -31,15 +32,15 @@ func (f *Factory) builtinTools() (map[string]*mcp.Tool, error) {
 		return nil, fmt.Errorf("sandbox: run_linter schema: %w", err)
 	}
 	return map[string]*mcp.Tool{
-		ToolQueryDatabase: {
-			Name:        ToolQueryDatabase,
+		task.ToolQueryDatabase: {
+			Name:        task.ToolQueryDatabase,
 			Title:       "Query the database",
 			Description: f.queryDescription(),
 			InputSchema: qs,
 			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)},
 		},
-		ToolRunLinter: {
-			Name:        ToolRunLinter,
+		task.ToolRunLinter: {
+			Name:        task.ToolRunLinter,
 			Title:       "Lint a workspace file",
 			Description: f.lintDescription(),
 			InputSchema: ls,
@@ -108,9 +109,9 @@ func (f *Factory) newServer(dbFor dbFunc, bound time.Duration, opts *mcp.ServerO
 	so.Logger, so.SchemaCache = f.opts.Logger, f.cache
 	so.Capabilities = &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "mcprl-sandbox", Title: "mcprl sandbox: " + f.fx.Name, Version: "0"}, &so)
-	if f.enabled[ToolQueryDatabase] {
-		srv.AddTool(f.builtin[ToolQueryDatabase], func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			sql, msg := stringArg(req.Params.Arguments, ToolQueryDatabase, "sql")
+	if f.enabled[task.ToolQueryDatabase] {
+		srv.AddTool(f.builtin[task.ToolQueryDatabase], func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			sql, msg := stringArg(req.Params.Arguments, task.ToolQueryDatabase, "sql")
 			if msg != "" {
 				return ErrorResult(msg), nil
 			}
@@ -121,9 +122,9 @@ func (f *Factory) newServer(dbFor dbFunc, bound time.Duration, opts *mcp.ServerO
 			return queryDatabase(ctx, db, sql)
 		})
 	}
-	if f.enabled[ToolRunLinter] {
-		srv.AddTool(f.builtin[ToolRunLinter], func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			path, msg := stringArg(req.Params.Arguments, ToolRunLinter, "path")
+	if f.enabled[task.ToolRunLinter] {
+		srv.AddTool(f.builtin[task.ToolRunLinter], func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			path, msg := stringArg(req.Params.Arguments, task.ToolRunLinter, "path")
 			if msg != "" {
 				return ErrorResult(msg), nil
 			}

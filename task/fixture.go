@@ -64,8 +64,15 @@ type Limits struct {
 	MaxMemory int64 `yaml:"max_memory"`
 }
 
-// DefaultTools are the built-in tools enabled when sandbox.yaml names none.
-var DefaultTools = []string{"query_database", "run_linter"}
+// Names of the built-in tools.
+const (
+	ToolQueryDatabase = "query_database"
+	ToolRunLinter     = "run_linter"
+)
+
+// DefaultTools are the built-in tools enabled when sandbox.yaml names none,
+// and the tool catalog of the user's reward function.
+var DefaultTools = []string{ToolQueryDatabase, ToolRunLinter}
 
 // Fixture file names.
 const (

@@ -70,12 +70,6 @@ type Options struct {
 	traps *map[string]string // tests: receives each edge case's natural first query
 }
 
-// QueryTool is the tool the golden trajectories call.
-const QueryTool = "query_database"
-
-// LintTool is the tool lint tasks call.
-const LintTool = "run_linter"
-
 // Generate builds fx's database, inspects it and returns opts.N tasks (or
 // as many distinct ones as it offers), deterministic under opts.Seed and
 // the backend. Every task's assertions were run against the database and
@@ -87,8 +81,8 @@ func Generate(ctx context.Context, fx *task.Fixture, opts Options) ([]task.Task,
 	if opts.MaxListRows <= 0 {
 		opts.MaxListRows = DefaultMaxListRows
 	}
-	if !slices.Contains(fx.Config.Tools, QueryTool) {
-		return nil, fmt.Errorf("taskgen: fixture %s does not enable %s (sandbox.yaml tools), which every generated task calls", fx.Name, QueryTool)
+	if !slices.Contains(fx.Config.Tools, task.ToolQueryDatabase) {
+		return nil, fmt.Errorf("taskgen: fixture %s does not enable %s (sandbox.yaml tools), which every generated task calls", fx.Name, task.ToolQueryDatabase)
 	}
 	lim := fx.Config.Limits
 	tpl, err := sqldb.NewTemplate(ctx, fx.SchemaSQL, fx.DataSQL, sqldb.Options{
@@ -112,7 +106,7 @@ func Generate(ctx context.Context, fx *task.Fixture, opts Options) ([]task.Task,
 		rng:   rand.New(rand.NewPCG(opts.Seed, 0x6d6370726c746773)),
 		traps: map[string]string{},
 	}
-	if slices.Contains(fx.Config.Tools, LintTool) && fx.WorkspaceDir != "" {
+	if slices.Contains(fx.Config.Tools, task.ToolRunLinter) && fx.WorkspaceDir != "" {
 		if g.lint, err = lintWorkspace(ctx, fx, tpl, db); err != nil {
 			return nil, err
 		}
@@ -306,8 +300,8 @@ func (g *gen) realize(c *cand) (bool, error) {
 			return false, err
 		}
 		msgs = append(msgs,
-			chat.Message{Role: "assistant", Content: st.say, ToolCalls: []chat.Call{{Name: QueryTool, Arguments: args}}},
-			chat.Message{Role: "tool", Name: QueryTool, Content: res.Text()})
+			chat.Message{Role: "assistant", Content: st.say, ToolCalls: []chat.Call{{Name: task.ToolQueryDatabase, Arguments: args}}},
+			chat.Message{Role: "tool", Name: task.ToolQueryDatabase, Content: res.Text()})
 		last = res
 	}
 	if last == nil {

@@ -76,10 +76,10 @@ func (g *gen) lintCands(add func(*cand)) {
 					"Is {f} in the workspace valid? Check it with the linter.",
 					"Check {f} with run_linter.",
 				}, fw),
-				asserts: []string{`called("` + LintTool + `")`, "exit_code == 0"},
+				asserts: []string{`called("` + task.ToolRunLinter + `")`, "exit_code == 0"},
 				msgs: []chat.Message{
-					{Role: "assistant", ToolCalls: []chat.Call{{Name: LintTool, Arguments: json.RawMessage(args)}}},
-					{Role: "tool", Name: LintTool, Content: f.res.Text()},
+					{Role: "assistant", ToolCalls: []chat.Call{{Name: task.ToolRunLinter, Arguments: json.RawMessage(args)}}},
+					{Role: "tool", Name: task.ToolRunLinter, Content: f.res.Text()},
 				},
 				answer: func(*sqldb.Result) string {
 					return g.says(f.path+" passes the linter (exit code 0).", "The linter finds no problems in "+f.path+".")

@@ -2,14 +2,13 @@ package tokenizer
 
 import (
 	"fmt"
-	"math"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf16"
 
 	"github.com/ardanlabs/jinja"
+	"github.com/mcprl/mcprl/internal/pycompat"
 )
 
 // Hugging Face renders chat templates with tojson = json.dumps(x,
@@ -89,9 +88,9 @@ func (e *pyEncoder) encode(sb *strings.Builder, v jinja.Value, level int) error 
 	case v.IsInt():
 		sb.WriteString(strconv.FormatInt(v.AsInt(), 10))
 	case v.IsFloat():
-		sb.WriteString(pyFloatRepr(v.AsFloat()))
+		sb.WriteString(pycompat.FloatRepr(v.AsFloat()))
 	case v.IsString():
-		e.str(sb, v.AsString())
+		sb.WriteString(pycompat.Quote(v.AsString(), e.ensureASCII))
 	case v.IsList():
 		items := v.AsList().Items
 		if len(items) == 0 {
@@ -126,7 +125,7 @@ func (e *pyEncoder) encode(sb *strings.Builder, v jinja.Value, level int) error 
 				sb.WriteString(e.itemSep)
 			}
 			e.newline(sb, level+1)
-			e.str(sb, k)
+			sb.WriteString(pycompat.Quote(k, e.ensureASCII))
 			sb.WriteString(e.keySep)
 			val, _ := d.Get(k)
 			if err := e.encode(sb, val, level+1); err != nil {
@@ -139,65 +138,4 @@ func (e *pyEncoder) encode(sb *strings.Builder, v jinja.Value, level int) error 
 		return fmt.Errorf("tojson: %s is not JSON serializable", v.String())
 	}
 	return nil
-}
-
-// str writes s as Python's json module does: \" \\ \n \r \t \b \f, other
-// control characters as \u00XX, everything else raw (or \uXXXX, with
-// surrogate pairs, when ensure_ascii).
-func (e *pyEncoder) str(sb *strings.Builder, s string) {
-	sb.WriteByte('"')
-	for _, r := range s {
-		switch r {
-		case '"':
-			sb.WriteString(`\"`)
-		case '\\':
-			sb.WriteString(`\\`)
-		case '\n':
-			sb.WriteString(`\n`)
-		case '\r':
-			sb.WriteString(`\r`)
-		case '\t':
-			sb.WriteString(`\t`)
-		case '\b':
-			sb.WriteString(`\b`)
-		case '\f':
-			sb.WriteString(`\f`)
-		default:
-			switch {
-			case r < 0x20 || (e.ensureASCII && r > 0x7e && r <= 0xffff):
-				fmt.Fprintf(sb, `\u%04x`, r)
-			case e.ensureASCII && r > 0xffff:
-				hi, lo := utf16.EncodeRune(r)
-				fmt.Fprintf(sb, `\u%04x\u%04x`, hi, lo)
-			default:
-				sb.WriteRune(r)
-			}
-		}
-	}
-	sb.WriteByte('"')
-}
-
-// pyFloatRepr formats f as Python's float repr (what json.dumps writes):
-// the shortest round-tripping digits, in exponent form when the decimal
-// exponent is below -4 or at least 16, otherwise positional with at least
-// one decimal ("1.0"); Infinity, -Infinity and NaN as json.dumps allows them.
-func pyFloatRepr(f float64) string {
-	switch {
-	case math.IsInf(f, 1):
-		return "Infinity"
-	case math.IsInf(f, -1):
-		return "-Infinity"
-	case math.IsNaN(f):
-		return "NaN"
-	}
-	e := strconv.FormatFloat(f, 'e', -1, 64) // d[.ddd]e±XX, Python's exponent form exactly
-	exp, _ := strconv.Atoi(e[strings.IndexByte(e, 'e')+1:])
-	if exp < -4 || exp >= 16 {
-		return e
-	}
-	s := strconv.FormatFloat(f, 'f', -1, 64)
-	if !strings.ContainsAny(s, ".") {
-		s += ".0"
-	}
-	return s
 }

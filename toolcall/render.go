@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/mcprl/mcprl/chat"
+	"github.com/mcprl/mcprl/internal/pycompat"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -22,7 +22,7 @@ func RenderCall(c chat.Call) string {
 	if len(args) == 0 {
 		args = []byte("{}")
 	}
-	return OpenTag + "\n{\"name\": " + jsonString(c.Name, false) + ", \"arguments\": " + string(args) + "}\n" + CloseTag
+	return OpenTag + "\n{\"name\": " + pycompat.Quote(c.Name, false) + ", \"arguments\": " + string(args) + "}\n" + CloseTag
 }
 
 // RenderCatalog writes the tool catalog in the form of the seed's system
@@ -43,7 +43,7 @@ func RenderCatalog(tools []*mcp.Tool) string {
 				props = p
 			}
 		}
-		s, err := pythonDumps(props)
+		s, err := pycompat.Dumps(props)
 		if err != nil {
 			s = "{}"
 		}
@@ -65,10 +65,10 @@ func FunctionSchemas(tools []*mcp.Tool) []json.RawMessage {
 		}
 		var b bytes.Buffer
 		b.WriteString(`{"type":"function","function":{"name":`)
-		b.WriteString(jsonString(t.Name, false))
+		b.WriteString(pycompat.Quote(t.Name, false))
 		if t.Description != "" {
 			b.WriteString(`,"description":`)
-			b.WriteString(jsonString(t.Description, false))
+			b.WriteString(pycompat.Quote(t.Description, false))
 		}
 		b.WriteString(`,"parameters":`)
 		b.Write(params)
@@ -125,112 +125,4 @@ func member(obj []byte, key string) ([]byte, bool) {
 		}
 	}
 	return nil, false
-}
-
-// pythonDumps re-serializes JSON as Python's json.dumps(obj) with default
-// arguments: separators ", " and ": ", ensure_ascii, key order kept.
-func pythonDumps(raw []byte) (string, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var b strings.Builder
-	// stack of containers: true for object; count of members written
-	type frame struct {
-		obj   bool
-		n     int
-		inKey bool // object: next token is a key
-	}
-	var stack []frame
-	for {
-		t, err := dec.Token()
-		if err != nil {
-			if err.Error() == "EOF" {
-				break
-			}
-			return "", fmt.Errorf("re-serialize schema: %w", err)
-		}
-		if d, ok := t.(json.Delim); ok && (d == '}' || d == ']') {
-			stack = stack[:len(stack)-1]
-			b.WriteRune(rune(d))
-			if len(stack) > 0 && stack[len(stack)-1].obj {
-				stack[len(stack)-1].inKey = true
-			}
-			continue
-		}
-		if len(stack) > 0 {
-			f := &stack[len(stack)-1]
-			switch {
-			case f.obj && f.inKey:
-				if f.n > 0 {
-					b.WriteString(", ")
-				}
-				f.n++
-			case f.obj:
-				b.WriteString(": ")
-			default:
-				if f.n > 0 {
-					b.WriteString(", ")
-				}
-				f.n++
-			}
-		}
-		isKey := len(stack) > 0 && stack[len(stack)-1].obj && stack[len(stack)-1].inKey
-		switch v := t.(type) {
-		case json.Delim:
-			b.WriteRune(rune(v))
-			if len(stack) > 0 && stack[len(stack)-1].obj {
-				stack[len(stack)-1].inKey = true // after this value, a key follows
-			}
-			stack = append(stack, frame{obj: v == '{', inKey: v == '{'})
-			continue
-		case string:
-			b.WriteString(jsonString(v, true))
-		case json.Number:
-			b.WriteString(string(v))
-		case bool:
-			b.WriteString(strconv.FormatBool(v))
-		case nil:
-			b.WriteString("null")
-		}
-		if len(stack) > 0 && stack[len(stack)-1].obj {
-			stack[len(stack)-1].inKey = !isKey
-		}
-	}
-	return b.String(), nil
-}
-
-// jsonString quotes s as JSON without HTML escaping; with ascii, non-ASCII
-// characters are written as \uXXXX escapes (surrogate pairs above U+FFFF),
-// as Python's json.dumps does by default.
-func jsonString(s string, ascii bool) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"':
-			b.WriteString(`\"`)
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r == '\b':
-			b.WriteString(`\b`)
-		case r == '\f':
-			b.WriteString(`\f`)
-		case r < 0x20:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		case r < 0x7f || !ascii:
-			b.WriteRune(r)
-		case r > 0xFFFF:
-			r -= 0x10000
-			fmt.Fprintf(&b, `\u%04x\u%04x`, 0xD800+(r>>10), 0xDC00+(r&0x3FF))
-		default:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
 }

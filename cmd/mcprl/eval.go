@@ -17,7 +17,6 @@ import (
 	"github.com/mcprl/mcprl/grpo"
 	"github.com/mcprl/mcprl/policy"
 	"github.com/mcprl/mcprl/report"
-	"github.com/mcprl/mcprl/sandbox"
 	"github.com/mcprl/mcprl/tokenizer"
 )
 
@@ -268,7 +267,7 @@ func saveEval(dir string, res []*eval.Sample, rep *eval.Report) error {
 // chat template is Qwen2.5's), the tasks and a sandbox factory per fixture.
 // It serves --golden, where no model samples.
 func loadTasksOnly(ctx context.Context, tasksPath, fixturesDir, dsn string, skipBad bool, warn io.Writer) (*workspace, error) {
-	w := &workspace{factories: map[string]*sandbox.Factory{}}
+	w := &workspace{}
 	var err error
 	if w.tok, err = tokenizer.Small(); err != nil {
 		return nil, err

@@ -137,8 +137,9 @@ type workspace struct {
 	tok       *tokenizer.Tokenizer
 	tpl       *tokenizer.Template
 	tasks     []task.Task
-	skipped   []*task.LineError // bad task lines skipped under --skip-bad-tasks
-	factories map[string]*sandbox.Factory
+	skipped   []*task.LineError           // bad task lines skipped under --skip-bad-tasks
+	factories map[string]*sandbox.Factory // of the fixtures the tasks use
+	sandboxes *sandbox.Factories          // what made them
 }
 
 // skippedTasksFile lists, in a run's output dir, the task lines that
@@ -173,8 +174,8 @@ func badTasksError(path string, se *task.SkipError) error {
 }
 
 func (w *workspace) Close() {
-	for _, f := range w.factories {
-		f.Close()
+	if w.sandboxes != nil {
+		w.sandboxes.Close()
 	}
 }
 
@@ -193,7 +194,7 @@ func load(ctx context.Context, modelDir, tasksPath, fixturesDir, dsn string, ski
 		fmt.Fprintf(warn, "note: OpenBLAS is not in use (%v): the model's matmuls run on the Go kernel, about 8x slower "+
 			"(examples/customers/quick.yaml); bash scripts/install-openblas.sh installs it\n", err)
 	}
-	w := &workspace{modelDir: modelDir, factories: map[string]*sandbox.Factory{}}
+	w := &workspace{modelDir: modelDir}
 	if w.model, err = model.Load(backend, modelDir); err != nil {
 		return nil, err
 	}
@@ -235,21 +236,17 @@ func (w *workspace) loadTasks(ctx context.Context, tasksPath, fixturesDir, dsn s
 	if len(w.tasks) == 0 {
 		return fmt.Errorf("%s: no usable tasks", tasksPath)
 	}
-	if w.factories == nil {
-		w.factories = map[string]*sandbox.Factory{}
-	}
+	w.sandboxes = sandbox.NewFactories(fixtures, sandbox.Options{DSN: dsn})
+	w.factories = map[string]*sandbox.Factory{}
 	for _, t := range w.tasks {
 		if t.Fixture == "" {
 			w.Close()
 			return fmt.Errorf("%s: task %q names no fixture to run its tools against", tasksPath, t.ID)
 		}
-		if _, ok := w.factories[t.Fixture]; ok {
-			continue
-		}
-		f, err := sandbox.NewFactory(ctx, fixtures[t.Fixture], sandbox.Options{DSN: dsn})
+		f, err := w.sandboxes.Get(ctx, t.Fixture)
 		if err != nil {
 			w.Close()
-			return fmt.Errorf("fixture %q: %w", t.Fixture, err)
+			return err
 		}
 		w.factories[t.Fixture] = f
 	}
