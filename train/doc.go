@@ -7,7 +7,8 @@
 //     accumulates micro-batch gradients and applies them, its state in the model's context;
 //   - LogWindow and metrics.jsonl, with TRL's logging rules;
 //   - checkpoints (model, optimizer state, trainer_state.json), written atomically, and Restore;
-//   - Loop, the optimizer-step loop that ties them together around a trainer's own step.
+//   - Loop, the optimizer-step loop that ties them together around a trainer's own step, with the
+//     run log (package runlog: progress, completions.jsonl, TensorBoard events, report.html).
 //
 // The schedule and AdamW tests compare against torch (grpo/testdata/golden.json).
 package train
