@@ -2,35 +2,58 @@
 # mcprl against TRL and transformers on the same tiny Qwen2 (the default 3.5M-parameter model over the reduced
 # 2,048-id tokenizer), batch and hyperparameters, in one run, torch limited to the same threads as mcprl:
 #   step:     one GRPO optimizer step (forward, backward, clipping, AdamW), 8 x (128 prompt + 128 completion)
-#             tokens, dapo loss: TRL GRPOTrainer._compute_loss + backward + AdamW, against BenchmarkGRPOStep;
+#             tokens, dapo loss: TRL GRPOTrainer._compute_loss + backward + AdamW, against BenchmarkGRPOStep
+#             (the trainer's own graphs on model.NewBackend, the backend `mcprl train` uses);
 #   sampling: 8 prompts of 32 tokens, 128 new tokens each, greedy, KV cache: transformers generate, against
 #             mcprl model generate.
-# Each side's best of its timed repetitions (after a warm-up) is compared. Needs scripts/test-setup.sh's .venv.
+# The two sides alternate RUNS times (default 2), so both see the machine's load at about the same moments; each
+# run prints its ratios and the load average (1 minute) before and after it. The last line compares each side's
+# best timed repetition over all runs (after a warm-up per run); the line before gives the range of the per-run
+# ratios. THREADS (default 2) is torch's thread count and mcprl's GOMAXPROCS. Needs scripts/test-setup.sh's .venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 THREADS="${THREADS:-2}"
+RUNS="${RUNS:-2}"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 go build -o "$work/mcprl" ./cmd/mcprl
+go test -c -o "$work/grpo.test" ./grpo
 "$work/mcprl" model init --tokenizer tokenizer/small/qwen2.5-2048 --out "$work/tiny" --seed 1 >/dev/null
+prompts=$(python3 -c 'import json; print(json.dumps({"prompts": [[(i*31+j*7) % 2048 for j in range(32)] for i in range(8)], "max_new_tokens": 128, "temperature": 0}))')
 
 export GOMAXPROCS="$THREADS" OMP_NUM_THREADS="$THREADS" MKL_NUM_THREADS="$THREADS" HF_HUB_OFFLINE=1
-trl_json=$(.venv/bin/python python/bench/bench_trl.py "$work/tiny" "$THREADS" 2>"$work/trl.err" | tail -1) || { cat "$work/trl.err" >&2; exit 1; }
-step_ns=$(MCPRL_BENCH_MODEL="$work/tiny" go test ./grpo -run '^$' -bench '^BenchmarkGRPOStep$' -benchtime 3x -count 1 |
-  awk '/^BenchmarkGRPOStep/ {print $3}')
-prompts=$(python3 -c 'import json; print(json.dumps({"prompts": [[(i*31+j*7) % 2048 for j in range(32)] for i in range(8)], "max_new_tokens": 128, "temperature": 0}))')
-gen_json=$(echo "$prompts" | "$work/mcprl" model generate --model "$work/tiny" --repeat 4)
-
-python3 - "$trl_json" "$step_ns" "$gen_json" "$THREADS" <<'PY'
+load() { cut -d' ' -f1 /proc/loadavg; }
+echo "machine: $(nproc) cores; load average (1, 5, 15 min) at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+for run in $(seq 1 "$RUNS"); do
+  before=$(load)
+  trl_json=$(.venv/bin/python python/bench/bench_trl.py "$work/tiny" "$THREADS" 2>"$work/trl.err" | tail -1) || { cat "$work/trl.err" >&2; exit 1; }
+  step_ns=$(MCPRL_BENCH_MODEL="$work/tiny" "$work/grpo.test" -test.run '^$' -test.bench '^BenchmarkGRPOStep$' -test.benchtime 3x -test.count 1 |
+    awk '/^BenchmarkGRPOStep/ {print $3}')
+  gen_json=$(echo "$prompts" | "$work/mcprl" model generate --model "$work/tiny" --repeat 4)
+  echo "{\"run\": $run, \"load_before\": $before, \"load_after\": $(load), \"trl\": $trl_json, \"step_ns\": $step_ns, \"gen\": $gen_json}" >>"$work/runs.jsonl"
+  python3 - "$work/runs.jsonl" <<'PY'
 import json, sys
-trl, step_ns, gen, threads = json.loads(sys.argv[1]), float(sys.argv[2]), json.loads(sys.argv[3]), sys.argv[4]
-trl_step = min(trl["step_seconds"][1:])
-ours_step = step_ns / 1e9
-trl_sample = min(trl["sample_seconds"][1:])
-ours_sample = min(gen["seconds"][1:])
+r = [json.loads(l) for l in open(sys.argv[1])][-1]
+trl, ours, ts, os_ = min(r["trl"]["step_seconds"][1:]), r["step_ns"] / 1e9, min(r["trl"]["sample_seconds"][1:]), min(r["gen"]["seconds"][1:])
+print(f"run {r['run']} (load {r['load_before']:.1f} -> {r['load_after']:.1f}): GRPO step TRL {trl:.3f} s, mcprl {ours:.3f} s ({trl / ours:.2f}x); "
+      f"sampling transformers {8 * 128 / ts:.0f} tokens/s, mcprl {8 * 128 / os_:.0f} tokens/s ({ts / os_:.2f}x)")
+PY
+done
+
+python3 - "$work/runs.jsonl" "$THREADS" <<'PY'
+import json, sys
+runs, threads = [json.loads(l) for l in open(sys.argv[1])], sys.argv[2]
+trl_steps = [min(r["trl"]["step_seconds"][1:]) for r in runs]
+our_steps = [r["step_ns"] / 1e9 for r in runs]
+trl_samples = [min(r["trl"]["sample_seconds"][1:]) for r in runs]
+our_samples = [min(r["gen"]["seconds"][1:]) for r in runs]
+step_ratios = [a / b for a, b in zip(trl_steps, our_steps)]
+sample_ratios = [a / b for a, b in zip(trl_samples, our_samples)]
 tokens = 8 * 128
-print(f"threads: torch {trl['torch_threads']}, mcprl GOMAXPROCS {threads} (OpenBLAS one thread per call)")
-print(f"GRPO step (8 x 256 tokens, fwd + bwd + AdamW): TRL {trl_step:.3f} s, mcprl {ours_step:.3f} s")
-print(f"sampling (8 x 128 new tokens, KV cache): transformers {tokens / trl_sample:.0f} tokens/s, mcprl {tokens / ours_sample:.0f} tokens/s")
-print(f"mcprl/TRL step speed-up: {trl_step / ours_step:.2f}x; mcprl/transformers sampling speed-up: {trl_sample / ours_sample:.2f}x")
+print(f"threads: torch {runs[0]['trl']['torch_threads']}, mcprl GOMAXPROCS {threads} (OpenBLAS one thread per call)")
+print(f"GRPO step (8 x 256 tokens, fwd + bwd + AdamW), best of {len(runs)} runs: TRL {min(trl_steps):.3f} s, mcprl {min(our_steps):.3f} s")
+print(f"sampling (8 x 128 new tokens, KV cache), best of {len(runs)} runs: transformers {tokens / min(trl_samples):.0f} tokens/s, mcprl {tokens / min(our_samples):.0f} tokens/s")
+print(f"per-run ratios over {len(runs)} runs: step {min(step_ratios):.2f}-{max(step_ratios):.2f}x, sampling {min(sample_ratios):.2f}-{max(sample_ratios):.2f}x; "
+      f"load average during the runs {min(r['load_before'] for r in runs):.1f}-{max(max(r['load_before'], r['load_after']) for r in runs):.1f}")
+print(f"mcprl/TRL step speed-up: {min(trl_steps) / min(our_steps):.2f}x; mcprl/transformers sampling speed-up: {min(trl_samples) / min(our_samples):.2f}x")
 PY
