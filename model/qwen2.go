@@ -273,9 +273,28 @@ func (m *Model) TokenLogProbs(ctx *context.Context, tokens, attentionMask *Node)
 // old policy's per-token log-probs (log_softmax(logits / temperature)), so that ratios match Session.Generate's
 // Completion.LogProbs at that temperature.
 func (m *Model) TokenLogProbsAt(ctx *context.Context, tokens, attentionMask *Node, temperature float64) *Node {
-	g := tokens.Graph()
 	t := tokens.Shape().Dim(1)
-	logits := m.Logits(ctx, tokens, attentionMask)
+	valid, positions := maskAndPositions(attentionMask)
+	h := m.decoder(ctx, tokens, positions, causalAllowed(valid), nil)
+	var out *Node
+	if w, ok := m.outputWeight(ctx, tokens.Graph()); ok {
+		// Chunked over positions, forward and backward: never [B, T, vocab] at once (logprobs.go).
+		h = rmsNorm(ctx.In("model").In("norm"), h, m.Config.RMSNormEps)
+		out = tokenLogProbs(h, w, tokens, temperature, logProbChunkRows(m.Config.VocabSize))
+	} else {
+		out = denseTokenLogProbs(m.lmHead(ctx, h), tokens, temperature)
+	}
+	// out[b, t] is defined where tokens t-1 and t are both real.
+	ok := And(SliceAxis(valid, 1, AxisRange(1)), SliceAxis(valid, 1, AxisRange(0, t-1)))
+	ok = Concatenate([]*Node{ZerosLike(SliceAxis(valid, 1, AxisRange(0, 1))), ok}, 1)
+	return Where(ok, out, ZerosLike(out))
+}
+
+// denseTokenLogProbs is tokenLogProbs from the full logits [B, T, V] (a LoRA adapter on the output projection,
+// which only linear applies): out[b, t] = log_softmax(logits[b, t-1] / temperature)[tokens[b, t]], 0 at t = 0.
+func denseTokenLogProbs(logits, tokens *Node, temperature float64) *Node {
+	g := tokens.Graph()
+	b, t := tokens.Shape().Dim(0), tokens.Shape().Dim(1)
 	if temperature != 1 {
 		logits = MulScalar(logits, 1/temperature)
 	}
@@ -283,9 +302,6 @@ func (m *Model) TokenLogProbsAt(ctx *context.Context, tokens, attentionMask *Nod
 	// them would need Pad in the gradient, which the pure-Go backend lacks).
 	ids := ConvertDType(tokens, dtypes.Int32)
 	target := Concatenate([]*Node{SliceAxis(ids, 1, AxisRange(1)), ZerosLike(SliceAxis(ids, 1, AxisRange(0, 1)))}, 1)
-	// Pick log p(target) with a Gather (its gradient is a ScatterSum): a one-hot product would add two more
-	// [B, T, vocab] tensors, which for a 151k vocabulary are the largest in the step.
-	b := tokens.Shape().Dim(0)
 	at := shapeInt32(b, t, 1)
 	idx := Concatenate([]*Node{Iota(g, at, 0), Iota(g, at, 1), ExpandAxes(target, -1)}, -1) // [B, T, 3]
 	picked := Gather(LogSoftmax(logits, -1), idx)                                           // [B, T]
@@ -294,11 +310,7 @@ func (m *Model) TokenLogProbsAt(ctx *context.Context, tokens, attentionMask *Nod
 	for i := 0; i+1 < t; i++ {
 		shift[i*t+i+1] = 1
 	}
-	out := DotGeneral(picked, []int{1}, nil, Const(g, tensors.FromFlatDataAndDimensions(shift, t, t)), []int{0}, nil) // [B, T]
-	valid, _ := maskAndPositions(attentionMask)
-	ok := And(SliceAxis(valid, 1, AxisRange(1)), SliceAxis(valid, 1, AxisRange(0, t-1)))
-	ok = Concatenate([]*Node{ZerosLike(SliceAxis(valid, 1, AxisRange(0, 1))), ok}, 1)
-	return Where(ok, out, ZerosLike(out))
+	return DotGeneral(picked, []int{1}, nil, Const(g, tensors.FromFlatDataAndDimensions(shift, t, t)), []int{0}, nil) // [B, T]
 }
 
 // decodeStep is the KV-cache graph: it feeds K new tokens per sequence (left-aligned padding inside the chunk),

@@ -1,0 +1,126 @@
+package model
+
+import (
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // graph code reads like the formulas.
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+)
+
+// logProbChunkElements bounds the logits the log-prob graphs hold at once: positions are processed in chunks of
+// logProbChunkElements / vocab_size rows (all of them when that is more than B x T). For the tiny default (2,048
+// ids) an 8 x 256 batch is one chunk; SmolLM2's 49,152 ids take 341 positions a chunk, Qwen2.5's 151,936 take 110.
+// A [rows, vocab] float32 tensor of the bound is 64 MiB, where [8, 512, 151,936] would be 2.3 GiB (and a softmax
+// and its gradient hold several).
+const logProbChunkElements = 1 << 24
+
+// logProbChunkRows is the number of positions per chunk for a vocabulary of v ids.
+func logProbChunkRows(v int) int { return max(1, logProbChunkElements/v) }
+
+// tokenLogProbs returns out [B, T] with out[b, t] = log_softmax(h[b, t-1] · wᵀ / temperature)[tokens[b, t]] for
+// t >= 1 and out[b, 0] = log(1/V) (a zero hidden state; callers mask it). h [B, T, D] are the final (normed)
+// hidden states, w [V, D] the output projection, tokens [B, T] the ids.
+//
+// The logits of rows positions at a time are formed, reduced to their log-sum-exp and the picked entry, and
+// dropped, so no [B, T, V] tensor exists: the forward pass holds one [rows, V] chunk, and so does the backward,
+// which recomputes each chunk's logits from h and w and applies the closed-form gradient of log_softmax followed
+// by a pick, dlogits = v ⊙ (onehot(target) - softmax(logits)) / temperature, then dh = dlogits · w and
+// dw = dlogitsᵀ · h, chunk by chunk.
+//
+// GoMLX attaches custom gradients to single tensors only (IdentityWithCustomGradient), so the output is
+// lp + link, where lp is computed from stopped copies of h and w and the link is exactly zero:
+// rowsum(h') - rowsum(h) over a custom identity h' of h, plus w'[0] - w[0] summed over a custom identity w' of
+// w. The gradient arriving at h' is dL/dout broadcast over D; h's custom gradient reads dL/dout from it and
+// computes dh and dw together, keeping dw for w's custom gradient. GoMLX's reverse pass visits nodes from the
+// last created to the first (rev_autodiff.go), so w', created before h', is reached after it. When w is not
+// trained, w's custom gradient is never asked for and the backend never runs dw's nodes (no output uses them).
+func tokenLogProbs(h, w, tokens *Node, temperature float64, rows int) *Node {
+	g := h.Graph()
+	b, t, d := h.Shape().Dim(0), h.Shape().Dim(1), h.Shape().Dim(2)
+	n := b * t
+	rows = min(max(rows, 1), n)
+	scale := 1 / temperature
+	hFixed, wFixed := StopGradient(h), StopGradient(w)
+	target := Reshape(ConvertDType(tokens, dtypes.Int32), n)
+
+	// Row (b, t) of src is the hidden state that predicts tokens[b, t]: h[b, t-1], zeros at t = 0.
+	src := StopGradient(Reshape(Concatenate([]*Node{Zeros(g, shapes.Make(h.DType(), b, 1, d)), SliceAxis(hFixed, 1, AxisRange(0, t-1))}, 1), n, d))
+	type chunk struct {
+		x, idx, maxLogit, logSum *Node
+		from, to                 int
+	}
+	logits := func(x *Node) *Node {
+		l := DotGeneral(x, []int{1}, nil, wFixed, []int{1}, nil) // [rows, V]
+		if temperature != 1 {
+			l = MulScalar(l, scale)
+		}
+		return l
+	}
+	var chunks []chunk
+	var parts []*Node
+	for from := 0; from < n; from += rows {
+		to := min(from+rows, n)
+		c := chunk{from: from, to: to, x: SliceAxis(src, 0, AxisRange(from, to))}
+		r := to - from
+		c.idx = Concatenate([]*Node{Iota(g, shapeInt32(r, 1), 0), Reshape(SliceAxis(target, 0, AxisRange(from, to)), r, 1)}, 1) // [r, 2]
+		l := logits(c.x)
+		// As GoMLX's LogSoftmax, value for value: (x - max) - log(sum(exp(x - max))).
+		c.maxLogit = ReduceAndKeep(l, ReduceMax, -1)                          // [r, 1]
+		c.logSum = Log(ReduceAndKeep(Exp(Sub(l, c.maxLogit)), ReduceSum, -1)) // [r, 1]
+		picked := Gather(l, c.idx)                                            // [r]
+		parts = append(parts, Sub(Sub(picked, Reshape(c.maxLogit, r)), Reshape(c.logSum, r)))
+		chunks = append(chunks, c)
+	}
+	// GoMLX's reverse pass honours a StopGradient only on a node's direct inputs: stopping lp keeps it from
+	// building (dead) gradients of the forward ops, and the slices among them would need Pad, which simplego lacks.
+	lp := StopGradient(Reshape(Concatenate(parts, 0), b, t))
+
+	var dw *Node
+	wc := IdentityWithCustomGradient(w, func(_, _ *Node) *Node {
+		if dw == nil {
+			panic("model: the output projection's log-prob gradient is computed with the hidden states'; they are not differentiated here")
+		}
+		return dw
+	})
+	hc := IdentityWithCustomGradient(h, func(_, vb *Node) *Node {
+		v := Reshape(SliceAxis(vb, -1, AxisRange(0, 1)), n) // dL/dout per position
+		var dsrc []*Node
+		dw = nil
+		for _, c := range chunks {
+			r := c.to - c.from
+			vc := SliceAxis(v, 0, AxisRange(c.from, c.to))
+			p := Exp(Sub(Sub(logits(c.x), c.maxLogit), c.logSum))                   // softmax [r, V]
+			dl := ScatterSum(Mul(p, Neg(Reshape(vc, r, 1))), c.idx, vc, true, true) // v ⊙ (onehot - p)
+			if temperature != 1 {
+				dl = MulScalar(dl, scale)
+			}
+			dsrc = append(dsrc, DotGeneral(dl, []int{1}, nil, wFixed, []int{0}, nil)) // [r, D]
+			dwc := DotGeneral(dl, []int{0}, nil, c.x, []int{0}, nil)                  // [V, D]
+			if dw == nil {
+				dw = dwc
+			} else {
+				dw = Add(dw, dwc)
+			}
+		}
+		ds := Reshape(Concatenate(dsrc, 0), b, t, d)
+		// src[b, t] = h[b, t-1], so dh[b, t] = dsrc[b, t+1], and nothing reaches h[b, T-1].
+		return Concatenate([]*Node{SliceAxis(ds, 1, AxisRange(1, t)), Zeros(g, shapes.Make(h.DType(), b, 1, d))}, 1)
+	})
+	first := Zeros(g, shapeInt32(1, 1))
+	link := Sub(ReduceSum(hc, -1), ReduceSum(hFixed, -1))                // [B, T] of zeros
+	linkW := ReduceAllSum(Sub(Gather(wc, first), Gather(wFixed, first))) // 0
+	return Add(Add(lp, link), linkW)
+}
+
+// outputWeight is the output projection [V, D]: lm_head's weight, or embed_tokens' when tied. ok is false when a
+// LoRA adapter sits on it (then only linear computes it).
+func (m *Model) outputWeight(ctx *context.Context, g *Graph) (w *Node, ok bool) {
+	wctx := ctx.In("lm_head")
+	if m.Config.TieWordEmbeddings {
+		wctx = ctx.In("model").In("embed_tokens")
+	}
+	if wctx.GetVariableByScopeAndName(wctx.In("lora_A").Scope(), "weight") != nil {
+		return nil, false
+	}
+	return variableNode(wctx, g, "weight"), true
+}

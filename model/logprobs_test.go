@@ -1,0 +1,133 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+)
+
+// logProbsAndGradients runs lp = log-probs of tokens (chunked with rows positions per chunk, or from the full
+// logits when rows is 0) and the gradient of sum(lp * cos(iota)) w.r.t. every trainable variable. It returns
+// lp's values and the gradients in the order of the model's trainable variables.
+func logProbsAndGradients(t *testing.T, m *Model, tokens, mask *tensors.Tensor, temperature float64, rows int) (lp []float32, grads map[string][]float32) {
+	t.Helper()
+	var names []string
+	e, err := context.NewExec(m.Backend, m.Ctx, func(ctx *context.Context, tokens, mask *graph.Node) []*graph.Node {
+		g := tokens.Graph()
+		seq := tokens.Shape().Dim(1)
+		valid, positions := maskAndPositions(mask)
+		h := m.decoder(ctx, tokens, positions, causalAllowed(valid), nil)
+		var out *graph.Node
+		if rows == 0 {
+			out = denseTokenLogProbs(m.lmHead(ctx, h), tokens, temperature)
+		} else {
+			w, ok := m.outputWeight(ctx, g)
+			if !ok {
+				t.Fatal("no output weight")
+			}
+			out = tokenLogProbs(rmsNorm(ctx.In("model").In("norm"), h, m.Config.RMSNormEps), w, tokens, temperature, rows)
+		}
+		// Position 0 is undefined (the two paths differ there); the rest is defined for every real pair.
+		ok := graph.And(graph.SliceAxis(valid, 1, graph.AxisRange(1)), graph.SliceAxis(valid, 1, graph.AxisRange(0, seq-1)))
+		ok = graph.Concatenate([]*graph.Node{graph.ZerosLike(graph.SliceAxis(valid, 1, graph.AxisRange(0, 1))), ok}, 1)
+		out = graph.Where(ok, out, graph.ZerosLike(out))
+		weights := graph.Cos(graph.IotaFull(g, shapes.Make(dtypes.Float32, out.Shape().Dimensions...)))
+		loss := graph.ReduceAllSum(graph.Mul(out, weights))
+		var vars []*graph.Node
+		names = names[:0]
+		for v := range ctx.IterVariables() {
+			if v.Trainable {
+				vars = append(vars, v.ValueGraph(g))
+				names = append(names, v.ScopeAndName())
+			}
+		}
+		return append([]*graph.Node{out}, graph.Gradient(loss, vars...)...)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Exec(tokens, mask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grads = map[string][]float32{}
+	for i, name := range names {
+		grads[name] = tensors.MustCopyFlatData[float32](res[1+i])
+	}
+	return tensors.MustCopyFlatData[float32](res[0]), grads
+}
+
+// TestChunkedLogProbs: the chunked log-probs and their custom gradient equal log_softmax over the full
+// [B, T, vocab] logits followed by a pick, differentiated by GoMLX op by op, for every trainable variable: tied
+// and untied output projections, temperature 1 and 0.7, chunks of 1 row, a size that leaves a partial last
+// chunk, and the whole batch in one; left- and right-padded rows; and with a LoRA adapter (output projection
+// frozen, its gradient never asked for).
+func TestChunkedLogProbs(t *testing.T) {
+	backend := testBackend(t)
+	seqs := [][]int{{5, 17, 250, 3, 99, 140, 7, 7, 201}, {11, 12, 13, 14}, {280, 1, 2, 3, 4, 5, 6}}
+	for _, tc := range []struct {
+		tied bool
+		temp float64
+		lora bool
+	}{{true, 1, false}, {false, 0.7, false}, {true, 0.7, true}} {
+		t.Run(fmt.Sprintf("tied=%v,temperature=%v,lora=%v", tc.tied, tc.temp, tc.lora), func(t *testing.T) {
+			cfg := TinyConfig(300, 1, 2)
+			cfg.HiddenSize, cfg.IntermediateSize, cfg.NumHiddenLayers = 32, 48, 2
+			cfg.NumAttentionHeads, cfg.NumKeyValueHeads = 4, 2
+			cfg.TieWordEmbeddings = tc.tied
+			cfg.InitializerRange = 0.3 // peaked distributions, large gradients
+			m, err := New(backend, cfg, 7)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.lora {
+				if err := m.AddLoRA(LoRAConfig{R: 4, Alpha: 8, TargetModules: []string{"q_proj", "v_proj", "down_proj"}}, 3); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i, left := range []bool{false, true} {
+				tokens, mask, err := PadBatch(seqs, 12, 0, left)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantLP, wantGrads := logProbsAndGradients(t, m, tokens, mask, tc.temp, 0)
+				if len(wantGrads) == 0 {
+					t.Fatal("no trainable variables")
+				}
+				for _, rows := range []int{1, 5, 36, 1000} {
+					gotLP, gotGrads := logProbsAndGradients(t, m, tokens, mask, tc.temp, rows)
+					maxLP := maxDiff(t, gotLP, wantLP, 2e-6, fmt.Sprintf("padding %d, rows %d: log-probs", i, rows))
+					maxG := 0.0
+					for name, want := range wantGrads {
+						maxG = max(maxG, maxDiff(t, gotGrads[name], want, 2e-5, fmt.Sprintf("padding %d, rows %d: gradient of %s", i, rows, name)))
+					}
+					t.Logf("left=%v rows=%d: max |diff| log-probs %.2g, gradients %.2g", left, rows, maxLP, maxG)
+				}
+			}
+		})
+	}
+}
+
+// maxDiff fails when got and want differ anywhere by more than tol (relative to max(1, |want|)) and returns the
+// largest absolute difference.
+func maxDiff(t *testing.T, got, want []float32, tol float64, what string) float64 {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	worst := 0.0
+	for j := range want {
+		d := math.Abs(float64(got[j] - want[j]))
+		if math.IsNaN(d) || d > tol*max(1, math.Abs(float64(want[j]))) {
+			t.Fatalf("%s [%d]: got %v, want %v", what, j, got[j], want[j])
+		}
+		worst = max(worst, d)
+	}
+	return worst
+}
