@@ -1,7 +1,10 @@
 package grpo
 
 import (
+	"bufio"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,9 +17,13 @@ import (
 // BenchmarkGRPOStep times one optimizer step of the trainer's own graphs (forward, backward, clipping and
 // AdamW) on a batch of 8 sequences of 256 tokens whose last 128 are the sampled completion (loss mask 1): the
 // mcprl half of scripts/bench-vs-trl.sh, which times TRL's step on the same model and batch. The model is
-// $MCPRL_BENCH_MODEL (a model directory) or the default tiny Qwen2 over 2,048 ids.
+// $MCPRL_BENCH_MODEL (a model directory) or the default tiny Qwen2 over 2,048 ids. $MCPRL_BENCH_PROMPT and
+// $MCPRL_BENCH_COMPLETION change the two lengths, and $MCPRL_BENCH_LORA_R > 0 trains a LoRA adapter of that
+// rank (lora_alpha 2r, the default target modules) instead of every weight (scripts/bench-smollm2-step.sh).
+// It reports the process's peak resident memory (VmHWM) after the timed steps.
 func BenchmarkGRPOStep(b *testing.B) {
-	const batch, prompt, completion = 8, 128, 128
+	const batch = 8
+	prompt, completion := benchEnvInt(b, "MCPRL_BENCH_PROMPT", 128), benchEnvInt(b, "MCPRL_BENCH_COMPLETION", 128)
 	var m *model.Model
 	var err error
 	if dir := os.Getenv("MCPRL_BENCH_MODEL"); dir != "" {
@@ -28,6 +35,12 @@ func BenchmarkGRPOStep(b *testing.B) {
 		b.Fatal(err)
 	}
 	cfg := Default()
+	if r := benchEnvInt(b, "MCPRL_BENCH_LORA_R", 0); r > 0 {
+		cfg.UsePeft, cfg.LoraR, cfg.LoraAlpha = true, r, float64(2*r)
+		if err := m.AddLoRA(cfg.LoRA(), 1); err != nil {
+			b.Fatal(err)
+		}
+	}
 	cfg.PerDeviceTrainBatchSize, cfg.GradientAccumulationSteps, cfg.NumGenerations = batch, 1, batch
 	cfg.LossType, cfg.LearningRate, cfg.MaxCompletionLength = LossDAPO, 1e-5, completion
 	cfg.VLLMImportanceSamplingCorrection = false // sampled by the policy itself: no correction, as in TRL without vLLM
@@ -35,7 +48,7 @@ func BenchmarkGRPOStep(b *testing.B) {
 	if err := t.compile(); err != nil {
 		b.Fatal(err)
 	}
-	gen := &generation{length: prompt + completion, numItems: batch * completion}
+	gen := &generation{length: prompt + completion, numItems: float32(batch * completion)}
 	v := m.Config.VocabSize
 	for i := range batch {
 		tr := &chat.Trajectory{}
@@ -58,6 +71,10 @@ func BenchmarkGRPOStep(b *testing.B) {
 	for range b.N {
 		step()
 	}
+	b.StopTimer()
+	if kb, err := peakRSSKiB(); err == nil {
+		b.ReportMetric(float64(kb)/1024, "peak-RSS-MiB")
+	}
 }
 
 // benchBackend is the backend training runs on (model.NewBackend: internal/kernels' matmuls and elementwise
@@ -68,4 +85,33 @@ func benchBackend(b *testing.B) backends.Backend {
 		b.Fatal(err)
 	}
 	return be
+}
+
+// benchEnvInt reads an integer setting of the benchmarks from the environment.
+func benchEnvInt(b *testing.B, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		b.Fatalf("$%s: %v", name, err)
+	}
+	return n
+}
+
+// peakRSSKiB is the process's peak resident set size (VmHWM in /proc/self/status, Linux).
+func peakRSSKiB() (int, error) {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if rest, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
+			return strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
+		}
+	}
+	return 0, os.ErrNotExist
 }

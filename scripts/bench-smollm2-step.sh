@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# One GRPO optimizer step (forward, backward, clipping, AdamW; dapo loss) on SmolLM2-135M-Instruct with a LoRA
+# adapter (r 16, lora_alpha 32, q_proj and v_proj) at batch 8 x 512 tokens (256 prompt + 256 completion, loss on
+# the completion): BenchmarkGRPOStep on the model `mcprl model import` makes from the GGUF that
+# scripts/test-setup.sh installs ($MCPRL_SMOLLM2_GGUF, from .ci/env). Prints the time per step (after one
+# untimed step that compiles the graphs) and the peak resident memory of the whole process (/usr/bin/time -v),
+# under nice. STEPS (default 1) timed steps; THREADS (default 2) is GOMAXPROCS.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -f .ci/env ] && source .ci/env
+gguf="${MCPRL_SMOLLM2_GGUF:?set MCPRL_SMOLLM2_GGUF (bash scripts/test-setup.sh writes it to .ci/env)}"
+STEPS="${STEPS:-1}"
+THREADS="${THREADS:-2}"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+go build -o "$work/mcprl" ./cmd/mcprl
+go test -c -o "$work/grpo.test" ./grpo
+"$work/mcprl" model import --from "$gguf" --out "$work/smollm2" >/dev/null
+echo "machine: $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+MCPRL_BENCH_MODEL="$work/smollm2" MCPRL_BENCH_LORA_R=16 MCPRL_BENCH_PROMPT=256 MCPRL_BENCH_COMPLETION=256 GOMAXPROCS="$THREADS" \
+  /usr/bin/time -v -o "$work/time.txt" nice -n 10 "$work/grpo.test" -test.run '^$' -test.bench '^BenchmarkGRPOStep$' \
+  -test.benchtime "${STEPS}x" -test.v >"$work/bench.txt" 2>&1 || { cat "$work/bench.txt" "$work/time.txt" >&2; exit 1; }
+grep -E 'first step|^BenchmarkGRPOStep' "$work/bench.txt"
+echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+awk '/^BenchmarkGRPOStep/ {printf "SmolLM2-135M, LoRA r 16, batch 8 x 512: %.2f s/step", $3 / 1e9}' "$work/bench.txt"
+awk -F': ' '/Maximum resident set size/ {printf ", peak RSS %.2f GiB\n", $2 / 1048576}' "$work/time.txt"
