@@ -144,29 +144,62 @@ func (m *Model) attention(ctx *context.Context, x, cos, sin, bias *Node, cache *
 	}
 	scores := DotGeneral(q, []int{4}, []int{0, 1}, keys, []int{3}, []int{0, 1}) // [B, kvH, G, T, S]
 	// Adding the mask, as HF does, broadcasts it inside the Add; its gradient passes straight through.
-	probs := softmax(Add(scores, bias))
-	out := DotGeneral(probs, []int{4}, []int{0, 1}, values, []int{2}, []int{0, 1}) // [B, kvH, G, T, hd]
+	out := attend(Add(scores, bias), values) // [B, kvH, G, T, hd]
 	out = Reshape(TransposeAllAxes(out, 0, 3, 1, 2, 4), b, t, nh*hd)
 	return linear(ctx.In("o_proj"), out, false), cache
 }
 
-// softmax is Softmax over the last axis with the closed-form gradient x̄ = p ⊙ (ȳ - Σ ȳ ⊙ p): four passes over
-// the [B, kvH, G, T, S] scores where differentiating exp, sum and divide op by op took about a dozen. The output
-// is p + (x - x), whose value is p and whose gradient reaches x only through the custom identity.
-func softmax(x *Node) *Node {
+// attend is softmax(x) · values for scores x [B, kvH, G, T, S] and values [B, kvH, S, hd], with the softmax's
+// closed-form gradient x̄ = p ⊙ (p̄ - Σ p̄ ⊙ p), p̄ = ō · valuesᵀ: four passes over the scores where differentiating
+// exp, sum and divide op by op took about a dozen, and one [B, kvH, G, T, S] tensor (p) kept for the backward pass
+// per layer, where p plus a differentiable copy of it were two (for SmolLM2 at 8 x 512 tokens, 75 MiB a layer).
+//
+// p is computed from a stopped x, so the product's own gradient reaches values only. The scores' gradient needs
+// ō, the gradient arriving at the output: a custom identity on the output records it, and the output also carries
+// an exactly-zero link, the row sums of (x' - x) for a custom identity x' of x, through which GoMLX's reverse pass
+// reaches x'; x' then computes its gradient from the recorded ō (the output, created after x', is visited first).
+func attend(x, values *Node) *Node {
 	fixed := StopGradient(x)
 	p := Softmax(fixed, -1)
-	xc := IdentityWithCustomGradient(x, func(_, v *Node) *Node {
-		return Mul(p, Sub(v, ReduceAndKeep(Mul(v, p), ReduceSum, -1)))
+	var outGrad *Node
+	xc := IdentityWithCustomGradient(x, func(_, _ *Node) *Node {
+		if outGrad == nil {
+			panic("model: attention's scores gradient needs its output's, which GoMLX did not visit first")
+		}
+		dp := DotGeneral(outGrad, []int{4}, []int{0, 1}, values, []int{3}, []int{0, 1}) // [B, kvH, G, T, S]
+		return Mul(p, Sub(dp, ReduceAndKeep(Mul(dp, p), ReduceSum, -1)))
 	})
-	return Add(p, Sub(xc, fixed))
+	out := DotGeneral(p, []int{4}, []int{0, 1}, values, []int{2}, []int{0, 1}) // [B, kvH, G, T, hd]
+	out = Add(out, ReduceAndKeep(Sub(xc, fixed), ReduceSum, -1))
+	return IdentityWithCustomGradient(out, func(_, v *Node) *Node {
+		outGrad = v
+		return v
+	})
 }
 
 // mlp is Qwen2MLP (SwiGLU).
 func mlp(ctx *context.Context, x *Node) *Node {
 	gate := linear(ctx.In("gate_proj"), x, false)
 	up := linear(ctx.In("up_proj"), x, false)
-	return linear(ctx.In("down_proj"), Mul(Mul(gate, Sigmoid(gate)), up), false)
+	return linear(ctx.In("down_proj"), swiGLU(gate, up), false)
+}
+
+// swiGLU is silu(gate) * up with its closed-form gradients, ḡ = ȳ ⊙ up ⊙ σ(g) ⊙ (1 + g ⊙ (1 - σ(g))) and
+// ū = ȳ ⊙ g ⊙ σ(g), recomputing σ(g) in the backward pass: only gate and up are kept for it, where differentiating
+// op by op kept σ(g) and g ⊙ σ(g) as well (for SmolLM2 at 8 x 512 tokens, 50 MiB a layer). The output is
+// y + (g' - g) + (u' - u) over custom identities g' and u', exactly y, whose gradient reaches gate and up only
+// through the identities.
+func swiGLU(gate, up *Node) *Node {
+	g, u := StopGradient(gate), StopGradient(up)
+	y := Mul(Mul(g, Sigmoid(g)), u)
+	gc := IdentityWithCustomGradient(gate, func(_, v *Node) *Node {
+		sig := Sigmoid(g)
+		return Mul(Mul(v, u), Mul(sig, AddScalar(Mul(g, OneMinus(sig)), 1)))
+	})
+	uc := IdentityWithCustomGradient(up, func(_, v *Node) *Node {
+		return Mul(v, Mul(g, Sigmoid(g)))
+	})
+	return Add(Add(y, Sub(gc, g)), Sub(uc, u))
 }
 
 // maskBias turns allowed, bool [B, T, S] ("query t may see key s"), into the attention scores' additive mask

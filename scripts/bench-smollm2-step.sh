@@ -4,7 +4,9 @@
 # the completion): BenchmarkGRPOStep on the model `mcprl model import` makes from the GGUF that
 # scripts/test-setup.sh installs ($MCPRL_SMOLLM2_GGUF, from .ci/env). Prints the time per step (after one
 # untimed step that compiles the graphs) and the peak resident memory of the whole process (/usr/bin/time -v),
-# under nice. STEPS (default 1) timed steps; THREADS (default 2) is GOMAXPROCS.
+# under nice. STEPS (default 1) timed steps; THREADS (default 2) is GOMAXPROCS. Go's collector lets the heap grow
+# to twice what is live before it runs (GOGC 100), so the peak varies between runs; GOMEMLIMIT (e.g. 7GiB), read by
+# the Go runtime itself, makes it collect before the process passes that size.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -f .ci/env ] && source .ci/env
@@ -16,7 +18,7 @@ trap 'rm -rf "$work"' EXIT
 go build -o "$work/mcprl" ./cmd/mcprl
 go test -c -o "$work/grpo.test" ./grpo
 "$work/mcprl" model import --from "$gguf" --out "$work/smollm2" >/dev/null
-echo "machine: $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "machine: $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB; GOMEMLIMIT ${GOMEMLIMIT:-unset}; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 MCPRL_BENCH_MODEL="$work/smollm2" MCPRL_BENCH_LORA_R=16 MCPRL_BENCH_PROMPT=256 MCPRL_BENCH_COMPLETION=256 GOMAXPROCS="$THREADS" \
   /usr/bin/time -v -o "$work/time.txt" nice -n 10 "$work/grpo.test" -test.run '^$' -test.bench '^BenchmarkGRPOStep$' \
   -test.benchtime "${STEPS}x" -test.v >"$work/bench.txt" 2>&1 || { cat "$work/bench.txt" "$work/time.txt" >&2; exit 1; }
