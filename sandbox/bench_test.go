@@ -7,16 +7,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcprl/mcprl/internal/pgtest"
 	"github.com/mcprl/mcprl/task"
 )
 
-// BenchmarkToolsCall measures an in-process tools/call round trip of
-// query_database (client session -> in-memory transport -> server ->
-// sqldb -> back) against the same query run directly on the fork with
-// (*sqldb.DB).Query, alternating them in one run; it also runs the round
-// trip over the SDK's own in-memory transport (net.Pipe). It reports the
-// medians and the ratio of the sandbox's round trip to the direct query.
+// BenchmarkToolsCall measures an in-process tools/call of query_database
+// with Sandbox.Call (the built-in tool's handler called in process, then
+// sqldb) against the same query run directly on the fork with
+// (*sqldb.DB).Query, alternating them in one run; it also runs the call as a
+// JSON-RPC round trip over the sandbox's MCP session (client session ->
+// in-memory transport -> server -> back), and over the SDK's own in-memory
+// transport (net.Pipe). It reports the medians and the ratios to the direct
+// query.
 func BenchmarkToolsCall(b *testing.B) { benchToolsCall(b, "") }
 
 // BenchmarkToolsCallPostgres is BenchmarkToolsCall on PostgreSQL.
@@ -30,6 +34,7 @@ func benchToolsCall(b *testing.B, dsn string) {
 	const sql = "SELECT COUNT(*) FROM customers WHERE status = 'inactive'"
 	args := json.RawMessage(`{"sql": "` + sql + `"}`)
 	direct := make([]time.Duration, 0, b.N)
+	viaCall := make([]time.Duration, 0, b.N)
 	viaMCP := make([]time.Duration, 0, b.N)
 	viaPipe := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
@@ -44,20 +49,28 @@ func benchToolsCall(b *testing.B, dsn string) {
 			b.Fatal(err, res)
 		}
 		t2 := time.Now()
+		res, err = s.Session().CallTool(ctx, &mcp.CallToolParams{Name: task.ToolQueryDatabase, Arguments: args})
+		if err != nil || res.IsError {
+			b.Fatal(err, res)
+		}
+		t3 := time.Now()
 		res, err = sp.Call(ctx, task.ToolQueryDatabase, args)
 		if err != nil || res.IsError {
 			b.Fatal(err, res)
 		}
 		direct = append(direct, t1.Sub(t0))
-		viaMCP = append(viaMCP, t2.Sub(t1))
-		viaPipe = append(viaPipe, time.Since(t2))
+		viaCall = append(viaCall, t2.Sub(t1))
+		viaMCP = append(viaMCP, t3.Sub(t2))
+		viaPipe = append(viaPipe, time.Since(t3))
 	}
 	b.StopTimer()
-	pd, pm, pp := median(direct), median(viaMCP), median(viaPipe)
+	pd, pc, pm, pp := median(direct), median(viaCall), median(viaMCP), median(viaPipe)
 	b.ReportMetric(float64(pd.Nanoseconds())/1e3, "direct-p50-us")
+	b.ReportMetric(float64(pc.Nanoseconds())/1e3, "call-p50-us")
 	b.ReportMetric(float64(pm.Nanoseconds())/1e3, "mcp-p50-us")
 	b.ReportMetric(float64(pp.Nanoseconds())/1e3, "sdkpipe-p50-us")
-	b.ReportMetric(float64(pm)/float64(pd), "ratio")
+	b.ReportMetric(float64(pc)/float64(pd), "ratio")
+	b.ReportMetric(float64(pm)/float64(pd), "mcp-ratio")
 	b.ReportMetric(float64(pp)/float64(pd), "sdkpipe-ratio")
 }
 

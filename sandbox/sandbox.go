@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -231,7 +232,7 @@ func (f *Factory) Fork(ctx context.Context) (*Sandbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: forking database: %w", err)
 	}
-	s := &Sandbox{f: f, db: db}
+	s := &Sandbox{f: f, db: db, builtins: f.builtinHandlers(oneDB(db))}
 	srv := f.newServer(oneDB(db), 0, nil)
 	st, ct := newMemTransports()
 	if f.opts.SDKPipe {
@@ -287,12 +288,16 @@ func (f *Factory) Close() error {
 
 // Sandbox is one trajectory's live tool server. Calls may be concurrent.
 type Sandbox struct {
-	f    *Factory
-	db   *sqldb.DB
-	ss   *mcp.ServerSession
-	cs   *mcp.ClientSession
-	once sync.Once
-	err  error
+	f  *Factory
+	db *sqldb.DB
+	ss *mcp.ServerSession
+	cs *mcp.ClientSession
+	// builtins are the built-in tools' handlers on this sandbox's fork,
+	// which Call runs in process (see callBuiltin).
+	builtins map[string]mcp.ToolHandler
+	closed   atomic.Bool
+	once     sync.Once
+	err      error
 }
 
 // Tools returns the catalog this sandbox serves (the factory's).
@@ -325,6 +330,9 @@ func (s *Sandbox) Call(ctx context.Context, name string, args json.RawMessage) (
 		arguments = args
 	} else {
 		arguments = map[string]any{}
+	}
+	if h := s.builtins[name]; h != nil && !s.f.opts.SDKPipe {
+		return s.callBuiltin(ctx, h, name, arguments)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.f.opts.CallTimeout)
 	defer cancel()
@@ -360,6 +368,7 @@ func (f *Factory) toolNames() []string {
 // may be called more than once.
 func (s *Sandbox) Close() error {
 	s.once.Do(func() {
+		s.closed.Store(true)
 		errs := []error{s.cs.Close()}
 		if err := s.ss.Wait(); err != nil && !errors.Is(err, mcp.ErrConnectionClosed) {
 			errs = append(errs, err)

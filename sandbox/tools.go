@@ -109,31 +109,11 @@ func (f *Factory) newServer(dbFor dbFunc, bound time.Duration, opts *mcp.ServerO
 	so.Logger, so.SchemaCache = f.opts.Logger, f.cache
 	so.Capabilities = &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "mcprl-sandbox", Title: "mcprl sandbox: " + f.fx.Name, Version: "0"}, &so)
-	if f.enabled[task.ToolQueryDatabase] {
-		srv.AddTool(f.builtin[task.ToolQueryDatabase], func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			sql, msg := stringArg(req.Params.Arguments, task.ToolQueryDatabase, "sql")
-			if msg != "" {
-				return ErrorResult(msg), nil
-			}
-			db, err := dbFor(ctx, req)
-			if err != nil {
-				return nil, err
-			}
-			return queryDatabase(ctx, db, sql)
-		})
-	}
-	if f.enabled[task.ToolRunLinter] {
-		srv.AddTool(f.builtin[task.ToolRunLinter], func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			path, msg := stringArg(req.Params.Arguments, task.ToolRunLinter, "path")
-			if msg != "" {
-				return ErrorResult(msg), nil
-			}
-			db, err := dbFor(ctx, req)
-			if err != nil {
-				return nil, err
-			}
-			return f.runLinter(ctx, db, path)
-		})
+	hs := f.builtinHandlers(dbFor)
+	for _, name := range []string{task.ToolQueryDatabase, task.ToolRunLinter} {
+		if h := hs[name]; h != nil {
+			srv.AddTool(f.builtin[name], h)
+		}
 	}
 	for _, e := range f.externals {
 		for _, t := range e.tools {
@@ -164,6 +144,39 @@ func (f *Factory) newServer(dbFor dbFunc, bound time.Duration, opts *mcp.ServerO
 		}
 	})
 	return srv
+}
+
+// builtinHandlers returns the handlers of the enabled built-in tools, each
+// acting on the database dbFor gives the call.
+func (f *Factory) builtinHandlers(dbFor dbFunc) map[string]mcp.ToolHandler {
+	hs := make(map[string]mcp.ToolHandler, 2)
+	if f.enabled[task.ToolQueryDatabase] {
+		hs[task.ToolQueryDatabase] = func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			sql, msg := stringArg(req.Params.Arguments, task.ToolQueryDatabase, "sql")
+			if msg != "" {
+				return ErrorResult(msg), nil
+			}
+			db, err := dbFor(ctx, req)
+			if err != nil {
+				return nil, err
+			}
+			return queryDatabase(ctx, db, sql)
+		}
+	}
+	if f.enabled[task.ToolRunLinter] {
+		hs[task.ToolRunLinter] = func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			path, msg := stringArg(req.Params.Arguments, task.ToolRunLinter, "path")
+			if msg != "" {
+				return ErrorResult(msg), nil
+			}
+			db, err := dbFor(ctx, req)
+			if err != nil {
+				return nil, err
+			}
+			return f.runLinter(ctx, db, path)
+		}
+	}
+	return hs
 }
 
 func ptr[T any](v T) *T { return &v }

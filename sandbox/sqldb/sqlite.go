@@ -146,7 +146,12 @@ func (t *sqliteTemplate) fork(ctx context.Context) (forkConn, error) {
 		if _, err := c.ExecContext(ctx, fmt.Sprintf("PRAGMA max_page_count = %d", t.maxPages), nil); err != nil {
 			return fmt.Errorf("max_page_count: %w", err)
 		}
-		return c.RegisterAuthorizer(f.authorize)
+		if err := c.RegisterAuthorizer(f.authorize); err != nil {
+			return err
+		}
+		// Prepared once: every query reads total_changes() before and after.
+		f.changes, err = c.Prepare("SELECT total_changes()")
+		return err
 	})
 	if err != nil {
 		t.discard(sc)
@@ -166,8 +171,9 @@ type sqliteFork struct {
 	t        *sqliteTemplate
 	sc       *sql.Conn
 	c        sqliteConn
-	readOnly bool   // the oracle is running: deny every write
-	denied   string // why the authorizer last refused, for the error message
+	changes  driver.Stmt // SELECT total_changes(), prepared on c
+	readOnly bool        // the oracle is running: deny every write
+	denied   string      // why the authorizer last refused, for the error message
 }
 
 // readOnlyPragmas are the PRAGMAs the policy may run: they only read the schema.
@@ -267,20 +273,32 @@ func (f *sqliteFork) run(ctx context.Context, src string, lim limits) (*Result, 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	before, err := f.totalChanges()
-	if err != nil {
-		return nil, err
-	}
 	lim.timeout = budget(ctx, lim.timeout)
 	cctx, cancel := callCtx(ctx, lim.timeout)
 	defer cancel()
 	f.denied = ""
 	var res *Result
-	err = f.sc.Raw(func(any) error {
-		var err error
-		res, err = f.collect(cctx, src, lim)
-		return err
+	var changesErr error
+	err := f.sc.Raw(func(any) error {
+		before, err := f.totalChanges()
+		if err != nil {
+			changesErr = err
+			return nil
+		}
+		if res, err = f.collect(cctx, src, lim); err != nil {
+			return err
+		}
+		after, err := f.totalChanges()
+		if err != nil {
+			changesErr = err
+			return nil
+		}
+		res.RowsAffected = after - before
+		return nil
 	})
+	if changesErr != nil {
+		return nil, changesErr
+	}
 	if err != nil {
 		if errors.Is(ctx.Err(), context.Canceled) {
 			return nil, ctx.Err()
@@ -300,11 +318,6 @@ func (f *sqliteFork) run(ctx context.Context, src string, lim limits) (*Result, 
 		}
 		return nil, fmt.Errorf("sqldb: sqlite: %w", err)
 	}
-	after, err := f.totalChanges()
-	if err != nil {
-		return nil, err
-	}
-	res.RowsAffected = after - before
 	return res, nil
 }
 
@@ -350,15 +363,25 @@ func (f *sqliteFork) collect(ctx context.Context, src string, lim limits) (*Resu
 	return col.res, nil
 }
 
+// totalChanges is SQLite's count of rows changed on the connection so far;
+// callers are inside sc.Raw.
 func (f *sqliteFork) totalChanges() (int64, error) {
-	var n int64
-	if err := f.sc.QueryRowContext(context.Background(), "SELECT total_changes()").Scan(&n); err != nil {
+	rows, err := f.changes.(driver.StmtQueryContext).QueryContext(context.Background(), nil)
+	if err != nil {
 		return 0, fmt.Errorf("sqldb: sqlite: total_changes: %w", err)
+	}
+	defer rows.Close()
+	dest := make([]driver.Value, 1)
+	if err := rows.Next(dest); err != nil {
+		return 0, fmt.Errorf("sqldb: sqlite: total_changes: %w", err)
+	}
+	n, ok := dest[0].(int64)
+	if !ok {
+		return 0, fmt.Errorf("sqldb: sqlite: total_changes: got %T", dest[0])
 	}
 	return n, nil
 }
 
-// sqliteMessage strips the driver's error-code decoration.
 func sqliteMessage(e *sqlite.Error) string {
 	msg := e.Error()
 	if i := strings.LastIndex(msg, " ("); i > 0 && strings.HasSuffix(msg, ")") {
@@ -404,5 +427,9 @@ ORDER BY m.name, p.cid`
 func (f *sqliteFork) lost() error { return nil }
 
 func (f *sqliteFork) close() error {
-	return f.t.discard(f.sc)
+	var errs []error
+	if f.changes != nil {
+		errs = append(errs, f.sc.Raw(func(any) error { return f.changes.Close() }))
+	}
+	return errors.Join(append(errs, f.t.discard(f.sc))...)
 }
