@@ -250,6 +250,16 @@ func appendMeanRows(data []float32, d, n int) []float32 {
 // unpermuteRotary undoes llama.cpp's permutation of a Llama q_proj or k_proj weight [heads*headDim, in]: within
 // each head, GGUF row 2j+h holds HF row h*headDim/2 + j (h = 0, 1; j < headDim/2).
 func unpermuteRotary(w []float32, heads int, shape []int) []float32 {
+	return permuteRotaryRows(w, heads, shape, false)
+}
+
+// permuteRotary is llama.cpp's converter's permutation of a Llama q_proj or k_proj weight, unpermuteRotary's inverse.
+func permuteRotary(w []float32, heads int, shape []int) []float32 {
+	return permuteRotaryRows(w, heads, shape, true)
+}
+
+// permuteRotaryRows moves HF row h*headDim/2 + j of each head to GGUF row 2j+h (toGGUF), or back.
+func permuteRotaryRows(w []float32, heads int, shape []int, toGGUF bool) []float32 {
 	rows, cols := shape[0], shape[1]
 	hd := rows / heads
 	half := hd / 2
@@ -257,9 +267,13 @@ func unpermuteRotary(w []float32, heads int, shape []int) []float32 {
 	for head := range heads {
 		for j := range half {
 			for h := range 2 {
-				src := (head*hd + 2*j + h) * cols
-				dst := (head*hd + h*half + j) * cols
-				copy(out[dst:dst+cols], w[src:src+cols])
+				gg := (head*hd + 2*j + h) * cols
+				hf := (head*hd + h*half + j) * cols
+				if toGGUF {
+					copy(out[gg:gg+cols], w[hf:hf+cols])
+				} else {
+					copy(out[hf:hf+cols], w[gg:gg+cols])
+				}
 			}
 		}
 	}

@@ -182,15 +182,39 @@ func Load(backend backends.Backend, dir string) (*Model, error) {
 		m.GenerationConfig = gc
 	}
 
-	// Which file holds which tensor.
-	fileOf := map[string]string{}
-	files := map[string]*stFile{}
-	defer func() {
-		for _, f := range files {
-			f.Close()
+	ck, err := openCheckpoint(dir, &m.Config)
+	if err != nil {
+		return nil, err
+	}
+	defer ck.Close()
+	for _, p := range m.Config.params() {
+		data, err := ck.read(p)
+		if err != nil {
+			return nil, err
 		}
-	}()
-	var single *stFile // model.safetensors when there is no index
+		m.setParam(p, data)
+	}
+	if _, err := os.Stat(filepath.Join(dir, AdapterDir, "adapter_config.json")); err == nil {
+		if err := m.LoadAdapter(filepath.Join(dir, AdapterDir)); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// checkpoint is a model directory's safetensors weights: model.safetensors, or the shards that
+// model.safetensors.index.json names.
+type checkpoint struct {
+	dir    string
+	fileOf map[string]string  // tensor name -> file
+	files  map[string]*stFile // open files by path
+}
+
+// openCheckpoint opens dir's weights for cfg and checks that they hold no tensor the architecture lacks (a bias Qwen2
+// lacks, quantization scales, another model's layers would be ignored silently and the model would compute
+// something else): such a tensor is refused by name.
+func openCheckpoint(dir string, cfg *Config) (*checkpoint, error) {
+	ck := &checkpoint{dir: dir, fileOf: map[string]string{}, files: map[string]*stFile{}}
 	indexPath := filepath.Join(dir, "model.safetensors.index.json")
 	if data, err := os.ReadFile(indexPath); err == nil {
 		var idx struct {
@@ -200,65 +224,61 @@ func Load(backend backends.Backend, dir string) (*Model, error) {
 			return nil, fmt.Errorf("parse %s: %w", indexPath, err)
 		}
 		for name, file := range idx.WeightMap {
-			fileOf[name] = filepath.Join(dir, filepath.Base(file))
+			ck.fileOf[name] = filepath.Join(dir, filepath.Base(file))
 		}
 	} else if errors.Is(err, os.ErrNotExist) {
 		path := filepath.Join(dir, "model.safetensors")
-		for _, p := range m.Config.params() {
-			fileOf[p.name] = path
-		}
-		if single, err = openSafetensors(path); err != nil {
-			return nil, fmt.Errorf("load %s: %w", dir, err)
-		}
-		files[path] = single
-	} else {
-		return nil, fmt.Errorf("read %s: %w", indexPath, err)
-	}
-
-	for _, p := range m.Config.params() {
-		path, ok := fileOf[p.name]
-		if !ok {
-			return nil, fmt.Errorf("load %s: tensor %q missing from %s", dir, p.name, indexPath)
-		}
-		f := files[path]
-		if f == nil {
-			if f, err = openSafetensors(path); err != nil {
-				return nil, fmt.Errorf("load %s: %w", dir, err)
-			}
-			files[path] = f
-		}
-		data, err := f.readF32(p.name, p.shape)
+		single, err := openSafetensors(path)
 		if err != nil {
 			return nil, fmt.Errorf("load %s: %w", dir, err)
 		}
-		m.setParam(p, data)
+		ck.files[path] = single
+		for name := range single.entries {
+			ck.fileOf[name] = path
+		}
+	} else {
+		return nil, fmt.Errorf("read %s: %w", indexPath, err)
 	}
-	// A tensor the architecture does not have (a bias Qwen2 lacks, quantization scales, another model's layers)
-	// would be ignored silently and the model would compute something else: refuse it, naming it.
 	known := map[string]bool{}
-	for _, p := range m.Config.params() {
+	for _, p := range cfg.params() {
 		known[p.name] = true
 	}
-	present := fileOf // the index's weight map
-	if single != nil {
-		present = map[string]string{}
-		for name := range single.entries {
-			present[name] = single.path
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(present)) {
-		if known[name] || (name == "lm_head.weight" && m.Config.TieWordEmbeddings) {
+	for _, name := range slices.Sorted(maps.Keys(ck.fileOf)) {
+		if known[name] || (name == "lm_head.weight" && cfg.TieWordEmbeddings) {
 			continue // transformers too ignores a tied checkpoint's copy of the embeddings
 		}
+		ck.Close()
 		return nil, fmt.Errorf("load %s: tensor %q is not a parameter of %v (hidden %d, %d layers, tied embeddings %v); mcprl does not support it",
-			dir, name, m.Config.Architectures, m.Config.HiddenSize, m.Config.NumHiddenLayers, m.Config.TieWordEmbeddings)
+			dir, name, cfg.Architectures, cfg.HiddenSize, cfg.NumHiddenLayers, cfg.TieWordEmbeddings)
 	}
-	if _, err := os.Stat(filepath.Join(dir, AdapterDir, "adapter_config.json")); err == nil {
-		if err := m.LoadAdapter(filepath.Join(dir, AdapterDir)); err != nil {
-			return nil, err
+	return ck, nil
+}
+
+// read returns p's values as float32, checking its shape.
+func (ck *checkpoint) read(p param) ([]float32, error) {
+	path, ok := ck.fileOf[p.name]
+	if !ok {
+		return nil, fmt.Errorf("load %s: tensor %q missing", ck.dir, p.name)
+	}
+	f := ck.files[path]
+	if f == nil {
+		var err error
+		if f, err = openSafetensors(path); err != nil {
+			return nil, fmt.Errorf("load %s: %w", ck.dir, err)
 		}
+		ck.files[path] = f
 	}
-	return m, nil
+	data, err := f.readF32(p.name, p.shape)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", ck.dir, err)
+	}
+	return data, nil
+}
+
+func (ck *checkpoint) Close() {
+	for _, f := range ck.files {
+		f.Close()
+	}
 }
 
 // AdapterDir is the subdirectory of a model directory where Save writes the model's LoRA adapter (peft's

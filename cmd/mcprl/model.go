@@ -13,10 +13,10 @@ import (
 func newModelCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "model",
-		Short: "Policy model (Qwen2, Llama) commands: create random weights, import a GGUF file, inspect a checkpoint",
+		Short: "Policy model (Qwen2, Llama) commands: create random weights, import or export a GGUF file, inspect a checkpoint",
 		Long:  "Commands on Hugging Face Qwen2 and Llama model directories (config.json + model.safetensors), the format mcprl trains and saves.",
 	}
-	cmd.AddCommand(newModelInitCmd(), newModelInfoCmd(), newModelImportCmd(), newModelMergeCmd(), newModelForwardCmd(), newModelGenerateCmd())
+	cmd.AddCommand(newModelInitCmd(), newModelInfoCmd(), newModelImportCmd(), newModelExportCmd(), newModelMergeCmd(), newModelForwardCmd(), newModelGenerateCmd())
 	return cmd
 }
 

