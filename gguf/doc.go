@@ -1,4 +1,4 @@
-// Package gguf reads GGUF files, the model format of llama.cpp and ggml
+// Package gguf reads and writes GGUF files, the model format of llama.cpp and ggml
 // (https://github.com/ggml-org/ggml/blob/master/docs/gguf.md): a header, typed
 // key-value metadata (hyperparameters, the tokenizer, the chat template),
 // tensor infos, and tensor data, aligned, in ggml's block layouts.
@@ -10,7 +10,11 @@
 // bit for bit as the gguf Python package (gguf-py) dequantizes them; any other
 // ggml type is an error that names it and the tensor.
 //
+// Write writes a file, streaming one tensor's data at a time, byte for byte as
+// gguf-py's GGUFWriter lays out the same metadata and tensors; Quantize encodes
+// float32 values as F32, F16 or Q8_0, bit for bit as gguf-py (and llama.cpp's
+// reference quantizers) encode them.
+//
 // The format's vocabulary (value types, tensor types and their block sizes,
-// the magic and alignment) lives in format.go, apart from the reader, so that
-// a writer can share it.
+// the magic and alignment) lives in format.go, shared by the reader and the writer.
 package gguf
