@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs and starts what the test suite needs on a Debian machine (run as root):
 # PostgreSQL 15 with a test role and database, OpenBLAS (the model's float32 matmuls; gcc and the headers
-# for the benchmark's sgemm probe), Chromium (the run report's browser tests), the npm packages tests drive,
+# for the benchmark's sgemm probe), Chromium (the run report's browser tests), the npm packages tests drive
+# (MCP peers, and llama.cpp as node-llama-cpp's prebuilt binary),
 # and the pinned Python environment of python/tests (python/requirements.lock) in a machine-level cache
 # that .venv links to.
 # Writes .ci/env with the variables the tests read. Idempotent.
@@ -53,6 +54,11 @@ SQL
 # npm packages that tests drive (MCP Inspector CLI, reference MCP servers).
 if [ -f testdata/npm/package.json ]; then
   (cd testdata/npm && npm ci --no-audit --no-fund --loglevel=error)
+fi
+# llama.cpp itself for the GGUF export test: node-llama-cpp's prebuilt linux-x64 CPU binary (83 MB installed,
+# about 10 s; its .npmrc leaves out the CUDA and Vulkan builds that node-llama-cpp lists as optional, 540 MB).
+if [ -f testdata/npm/llamacpp/package.json ]; then
+  (cd testdata/npm/llamacpp && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
 # Python test environment: one venv per machine and lock file, shared by every clone and worktree (torch alone

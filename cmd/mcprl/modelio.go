@@ -102,26 +102,13 @@ the wall time of each of the --repeat runs (prompt and sampling; the first also 
 			if err != nil {
 				return err
 			}
-			longest := 0
-			for _, p := range in.Prompts {
-				longest = max(longest, len(p))
-			}
 			var out [][]int
 			var seconds []float64
 			for range repeat {
 				start := time.Now()
-				s, err := m.NewSession(len(in.Prompts), model.Bucket(longest)+in.MaxNewTokens+1, in.Seed)
-				if err != nil {
-					return err
-				}
-				if err := s.Append(cmd.Context(), in.Prompts); err != nil {
-					s.Close()
-					return err
-				}
-				comps, err := s.Generate(cmd.Context(), model.SampleOptions{
+				comps, err := m.Generate(cmd.Context(), in.Prompts, model.SampleOptions{
 					Temperature: in.Temperature, TopP: in.TopP, TopK: in.TopK, MaxNewTokens: in.MaxNewTokens, Stop: in.Stop,
-				})
-				s.Close()
+				}, in.Seed)
 				if err != nil {
 					return err
 				}

@@ -1,0 +1,34 @@
+package model
+
+import (
+	"context"
+	"fmt"
+)
+
+// Generate samples a continuation of each prompt, all prompts as one batch in one KV-cache session drawing from
+// seed (sequence i from its own stream, as in NewSession), and returns one Completion per prompt: at most
+// opts.MaxNewTokens tokens each, ending at a stop id. Temperature 0 is greedy decoding.
+func (m *Model) Generate(ctx context.Context, prompts [][]int, opts SampleOptions, seed uint64) ([]Completion, error) {
+	if len(prompts) == 0 {
+		return nil, fmt.Errorf("generate: no prompts")
+	}
+	if opts.MaxNewTokens <= 0 {
+		return nil, fmt.Errorf("generate: max new tokens %d, want at least 1", opts.MaxNewTokens)
+	}
+	longest := 0
+	for i, p := range prompts {
+		if len(p) == 0 {
+			return nil, fmt.Errorf("generate: prompt %d is empty", i)
+		}
+		longest = max(longest, len(p))
+	}
+	s, err := m.NewSession(len(prompts), feedSlots(longest)+opts.MaxNewTokens+1, seed)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	if err := s.Append(ctx, prompts); err != nil {
+		return nil, err
+	}
+	return s.Generate(ctx, opts)
+}
