@@ -259,12 +259,7 @@ type promptState struct {
 // tools/list; then the task as the user's message.
 func (r *Runner) prompt(job Job) (*promptState, error) {
 	st := &promptState{}
-	if job.Task.SystemPrompt != "" {
-		st.messages = append(st.messages, chat.Message{Role: "system", Content: job.Task.SystemPrompt})
-	} else {
-		st.tools = toolcall.FunctionSchemas(job.Factory.Tools())
-	}
-	st.messages = append(st.messages, chat.Message{Role: "user", Content: job.Task.Task})
+	st.messages, st.tools = PromptMessages(job.Task, job.Factory)
 	text, err := r.Template.Render(st.messages, st.tools, true)
 	if err != nil {
 		return nil, fmt.Errorf("render prompt: %w", err)
@@ -275,6 +270,20 @@ func (r *Runner) prompt(job Job) (*promptState, error) {
 	}
 	st.ids = ids
 	return st, nil
+}
+
+// PromptMessages is the chat a trajectory of t starts from, for the chat template: the task's system prompt, or,
+// when it has none, no system message and the sandbox's tools (f's tools/list as function schemas) for the
+// template's own tool section; then the task as the user's message.
+func PromptMessages(t *task.Task, f *sandbox.Factory) ([]chat.Message, []json.RawMessage) {
+	var messages []chat.Message
+	var tools []json.RawMessage
+	if t.SystemPrompt != "" {
+		messages = append(messages, chat.Message{Role: "system", Content: t.SystemPrompt})
+	} else {
+		tools = toolcall.FunctionSchemas(f.Tools())
+	}
+	return append(messages, chat.Message{Role: "user", Content: t.Task}), tools
 }
 
 type stopSet struct {

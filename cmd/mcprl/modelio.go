@@ -72,7 +72,7 @@ func newModelGenerateCmd() *cobra.Command {
 	var repeat int
 	cmd := &cobra.Command{
 		Use:   "generate --model DIR [--repeat N]",
-		Short: "Sample continuations of a batch of token prompts with the KV cache, as JSON (stdin -> stdout)",
+		Short: "Sample continuations of a batch of token prompts with the KV cache, as JSON (stdin -> stdout; mcprl generate takes text and tasks)",
 		Long: `generate reads one JSON object from stdin,
 {"prompts": [[id, ...], ...], "max_new_tokens": N, "temperature": 0, "top_p": 1, "top_k": 0, "stop": [id, ...], "seed": 0}
 and samples all prompts as one batch in one KV-cache session (temperature 0 = greedy). It writes

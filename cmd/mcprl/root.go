@@ -23,6 +23,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newModelCmd())
 	root.AddCommand(newTasksCmd())
 	root.AddCommand(newEvalCmd())
+	root.AddCommand(newGenerateCmd())
 	root.AddCommand(newEnvCmd())
 	root.AddCommand(newReportCmd())
 	return root
