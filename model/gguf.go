@@ -187,13 +187,8 @@ func ImportGGUF(path, dir string, opts ImportOptions) (*Config, error) {
 		if grown(p.name) {
 			data = appendMeanRows(data, p.shape[1], len(opts.AddTokens))
 		}
-		if cfg.IsLlama() {
-			switch {
-			case strings.HasSuffix(p.name, "q_proj.weight"):
-				data = unpermuteRotary(data, cfg.NumAttentionHeads, p.shape)
-			case strings.HasSuffix(p.name, "k_proj.weight"):
-				data = unpermuteRotary(data, cfg.NumKeyValueHeads, p.shape)
-			}
+		if heads := cfg.permutedHeads(p.name); heads > 0 {
+			data = unpermuteRotary(data, heads, p.shape)
 		}
 		all = append(all, stTensor{name: p.name, shape: p.shape, data: data})
 	}
@@ -245,6 +240,20 @@ func appendMeanRows(data []float32, d, n int) []float32 {
 		data = append(data, row...)
 	}
 	return data
+}
+
+// permutedHeads is the number of heads of a tensor whose rows llama.cpp's converter permutes (a Llama q_proj or
+// k_proj weight), 0 for any other tensor.
+func (c *Config) permutedHeads(hfName string) int {
+	switch {
+	case !c.IsLlama():
+		return 0
+	case strings.HasSuffix(hfName, "q_proj.weight"):
+		return c.NumAttentionHeads
+	case strings.HasSuffix(hfName, "k_proj.weight"):
+		return c.NumKeyValueHeads
+	}
+	return 0
 }
 
 // unpermuteRotary undoes llama.cpp's permutation of a Llama q_proj or k_proj weight [heads*headDim, in]: within

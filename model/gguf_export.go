@@ -15,7 +15,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/mcprl/mcprl/gguf"
 	"github.com/mcprl/mcprl/tokenizer"
@@ -103,13 +102,8 @@ func ExportGGUF(dir, path string, opts ExportOptions) (map[gguf.TensorType]int, 
 						return nil, fmt.Errorf("%s of %s holds %v at index %d: not a finite weight", p.name, dir, v, i)
 					}
 				}
-				if cfg.IsLlama() {
-					switch {
-					case strings.HasSuffix(p.name, "q_proj.weight"):
-						data = permuteRotary(data, cfg.NumAttentionHeads, p.shape)
-					case strings.HasSuffix(p.name, "k_proj.weight"):
-						data = permuteRotary(data, cfg.NumKeyValueHeads, p.shape)
-					}
+				if heads := cfg.permutedHeads(p.name); heads > 0 {
+					data = permuteRotary(data, heads, p.shape)
 				}
 				return gguf.Quantize(typ, data)
 			}})
