@@ -15,14 +15,20 @@
 #
 #   scripts/experiment.sh                 # 3 seeds; results in runs/experiment/
 #   SEEDS="1 2" OUT=runs/exp2 scripts/experiment.sh
+#   PARALLEL=1 scripts/experiment.sh      # seeds one at a time (default 2 at once; a seed holds ~4-5 GB)
 #   MODEL=path/to/model.json scripts/experiment.sh    # another model size
+#   GRPO_CONFIG=FILE CONTROL_CONFIG=FILE scripts/experiment.sh   # other GRPO / compute-control configs
 #   QUICK=1 scripts/experiment.sh         # the whole pipeline in a few minutes (what CI runs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 QUICK="${QUICK:-}"
 OUT="${OUT:-runs/experiment}"
 MODEL="${MODEL:-examples/experiment/model.json}"
+SFT_CONFIG="${SFT_CONFIG:-examples/experiment/sft.yaml}"
+GRPO_CONFIG="${GRPO_CONFIG:-examples/experiment/grpo.yaml}"
+CONTROL_CONFIG="${CONTROL_CONFIG:-examples/experiment/sft-control.yaml}"
 SEEDS="${SEEDS:-1 2 3}"
+PARALLEL="${PARALLEL:-2}"
 K="${K:-4}"
 N_CUSTOMERS=280 N_ODDITIES=140 N_UNSEEN_CUSTOMERS=28 N_UNSEEN_ODDITIES=14 N_LIBRARY=28 MAX_PER_SET=1000
 SFT_STEPS="" GRPO_STEPS="" CONTROL_STEPS=""
@@ -36,13 +42,20 @@ bin="$OUT/mcprl"
 go build -o "$bin" ./cmd/mcprl
 start=$(date +%s)
 : > "$OUT/times.tsv"
-timed() { # timed NAME command...: runs the command, appends its wall time to times.tsv
-  local name=$1 t0
+load1() { cut -d' ' -f1 /proc/loadavg; }
+timed() { # timed NAME command...: runs the command, appends its wall time and the load average around it to times.tsv
+  local name=$1 t0 l0
   shift
-  t0=$(date +%s)
+  t0=$(date +%s) l0=$(load1)
   "$@"
-  printf '%s\t%s\n' "$name" "$(( $(date +%s) - t0 ))" >> "$OUT/times.tsv"
+  printf '%s\t%s\t%s\t%s\n' "$name" "$(( $(date +%s) - t0 ))" "$l0" "$(load1)" >> "$OUT/times.tsv"
 }
+# The machine's load average every 30 s while the experiment runs (wall times mean little without it).
+: > "$OUT/load.tsv"
+( trap 'kill "$nap" 2>/dev/null; exit 0' TERM
+  while :; do printf '%s\t%s\n' "$(( $(date +%s) - start ))" "$(load1)" >> "$OUT/load.tsv"; sleep 30 & nap=$!; wait "$nap"; done ) &
+sampler=$!
+trap 'kill "$sampler" 2>/dev/null || true' EXIT
 
 # The fixtures, in one folder as --fixtures wants them.
 rm -rf "$OUT/fixtures"
@@ -103,9 +116,9 @@ run_seed() {
   local s=$1 d="$OUT/seed-$1"
   rm -rf "$d"
   mkdir -p "$d"
-  seeded examples/experiment/sft.yaml "$s" > "$d/sft.yaml"
-  seeded examples/experiment/grpo.yaml "$s" > "$d/grpo.yaml"
-  seeded examples/experiment/sft-control.yaml "$s" > "$d/sft-control.yaml"
+  seeded "$SFT_CONFIG" "$s" > "$d/sft.yaml"
+  seeded "$GRPO_CONFIG" "$s" > "$d/grpo.yaml"
+  seeded "$CONTROL_CONFIG" "$s" > "$d/sft-control.yaml"
   "$bin" model init --config "$MODEL" --tokenizer tokenizer/small/qwen2.5-2048 --seed "$s" --out "$d/init" > "$d/init.log"
   # shellcheck disable=SC2086 # *_STEPS are flag pairs or empty
   timed "seed-$s sft" "$bin" sft --config "$d/sft.yaml" --model "$d/init" --tasks "$OUT/train_tasks.jsonl" --fixtures "$fx" --output-dir "$d/sft" $SFT_STEPS 2> "$d/sft.log"
@@ -123,20 +136,24 @@ run_seed() {
   [ "$failed" = 0 ] || { echo "seed $s: a stage failed (logs in $d)"; return 1; }
   echo "seed $s done after $(( $(date +%s) - start )) s"
 }
-# The seeds run side by side (the machine's cores are shared: each seed's process takes its turn).
+# Up to PARALLEL seeds side by side (each runs two processes at a time; more seeds at once only add memory:
+# three seeds with 32-sequence SFT batches held 15 GB and thrashed a 23 GB machine).
 pids=()
+running() { local n=0 p; for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && n=$((n + 1)); done; echo "$n"; }
 for s in $SEEDS; do
+  while [ "$(running)" -ge "$PARALLEL" ]; do sleep 5; done
   run_seed "$s" > "$OUT/seed-$s.log" 2>&1 &
   pids+=($!)
 done
 status=0
 for p in "${pids[@]}"; do wait "$p" || status=1; done
+kill "$sampler" 2>/dev/null || true
 cat "$OUT"/seed-*.log
 grep -h "skipped" "$OUT"/seed-*/sft.log | head -1
 # shellcheck disable=SC2086
-python3 - "$OUT" $SEEDS <<'PY' | tee "$OUT/results.md"
-import json, statistics, sys
-out, seeds = sys.argv[1], sys.argv[2:]
+python3 - "$OUT" "$MODEL" "$SFT_CONFIG" "$GRPO_CONFIG" "$CONTROL_CONFIG" $SEEDS <<'PY' | tee "$OUT/results.md"
+import collections, json, re, statistics, sys
+out, model, sft_config, grpo_config, control_config, seeds = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6:]
 # Generated edge cases (taskgen.EdgeCases); every hand-written task is an edge case.
 EDGE = {"case-variants", "empty-first", "nulls", "renamed-column", "look-alike-column", "sql-error", "lint-first"}
 MODELS = [("sft", "SFT"), ("sft-control", "SFT, control (as many more steps)"), ("grpo", "SFT + GRPO")]
@@ -164,6 +181,12 @@ def fmt(xs):
         return f"{xs[0]:.3f}"
     return f"{statistics.mean(xs):.3f} ± {statistics.stdev(xs):.3f}"
 
+try:
+    size = re.search(r"(\d+) parameters \(([^)]*)\)", open(f"{out}/seed-{seeds[0]}/init.log").read())
+    print(f"Model: {model}, {int(size[1]):,} parameters ({size[2]}). Configs: {sft_config}, {grpo_config}, {control_config}.")
+except (OSError, TypeError):
+    print(f"Model: {model}. Configs: {sft_config}, {grpo_config}, {control_config}.")
+print()
 print(f"Seeds: {', '.join(seeds)}. Cells: mean ± sample standard deviation over seeds; per seed: success (succeeded/trajectories), self-correction (corrected/setbacks).")
 print()
 print("| held-out tasks | model | success rate | self-correction rate | per seed |")
@@ -194,11 +217,58 @@ for s in seeds:
         k = min(10, len(r))
         print(f"seed {s}: GRPO training reward, first {k} steps {statistics.mean(r[:k]):.3f}, last {k} steps {statistics.mean(r[-k:]):.3f} ({len(r)} steps)")
 print()
-print("| phase | seconds |")
-print("|---|---|")
+# GRPO's sampled training groups (completions.jsonl), edge cases and ordinary tasks apart, in windows of
+# steps: how often a trajectory succeeded (every assertion held), made more than one tool call,
+# and both; and how many groups had no reward spread (no advantage, nothing learned from them).
+W = 10
+def succeeded(c):
+    """every assertion held: execution (or assertions) 1, else a verifiable reward of 1."""
+    r = c.get("rewards") or {}
+    for name in ("execution", "assertions", "verifiable"):
+        if name in r:
+            return r[name] >= 0.999
+    return c["reward"] >= 0.999
+print(f"GRPO's training samples per {W} steps: trajectories succeeded / made >1 call / both; groups with equal rewards.")
+print()
+print("| seed | steps | edge cases: succeeded | >1 call | both | equal-reward groups | ordinary: succeeded | >1 call | both | equal-reward groups |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for s in seeds:
+    groups = collections.defaultdict(list)
+    try:
+        for l in open(f"{out}/seed-{s}/grpo/completions.jsonl"):
+            c = json.loads(l)
+            groups[(c["step"], c["group"])].append(c)
+    except OSError:
+        continue
+    win = collections.defaultdict(lambda: collections.defaultdict(collections.Counter))
+    for (step, _), cs in groups.items():
+        w = win[(step - 1) // W]["edge" if cs[0].get("category") in EDGE else "ordinary"]
+        rs = [c["reward"] for c in cs]
+        w["groups"] += 1
+        w["equal"] += max(rs) - min(rs) < 1e-9
+        for c in cs:
+            multi = sum(len(t.get("calls") or []) for t in c["turns"]) > 1
+            w["n"] += 1
+            ok = succeeded(c)
+            w["ok"] += ok
+            w["multi"] += multi
+            w["both"] += multi and ok
+    for i in sorted(win):
+        cells = []
+        for kind in ("edge", "ordinary"):
+            w = win[i][kind]
+            cells += [f"{w['ok']}/{w['n']}", str(w["multi"]), str(w["both"]), f"{w['equal']}/{w['groups']}"]
+        print(f"| {s} | {i * W + 1}-{i * W + W} | " + " | ".join(cells) + " |")
+print()
+print("| phase | seconds | load average at start, end |")
+print("|---|---|---|")
 for l in open(f"{out}/times.tsv"):
-    name, secs = l.rstrip("\n").split("\t")
-    print(f"| {name} | {secs} |")
+    name, secs, l0, l1 = l.rstrip("\n").split("\t")
+    print(f"| {name} | {secs} | {l0}, {l1} |")
+print()
+loads = [float(l.split("\t")[1]) for l in open(f"{out}/load.tsv")]
+if loads:
+    print(f"Load average (1 min) over the run, sampled every 30 s: min {min(loads):.1f}, mean {statistics.mean(loads):.1f}, max {max(loads):.1f} (2 cores).")
 PY
 echo "wall time: $(( $(date +%s) - start )) s" | tee -a "$OUT/results.md"
 exit "$status"
