@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""The results table of scripts/experiment.sh, from its output folder.
+
+    python3 scripts/experiment-results.py OUT SEED...   # e.g. runs/experiment 1 2 3; prints markdown
+
+Reads OUT/seed-S/eval-{sft,sft-control,grpo}.json (mcprl eval --json), OUT/seed-S/init.log,
+OUT/seed-S/grpo.yaml, OUT/seed-S/grpo/{metrics,completions}.jsonl, OUT/times.tsv and OUT/load.tsv;
+what is missing is shown as missing.
+"""
+import collections
+import json
+import re
+import statistics
+import sys
+
+# Generated edge cases (taskgen.EdgeCases); every hand-written task is an edge case.
+EDGE = {"case-variants", "empty-first", "nulls", "renamed-column", "look-alike-column", "sql-error", "lint-first"}
+MODELS = [("sft", "SFT"), ("sft-control", "SFT, control (as many more sequences)"), ("grpo", "SFT + GRPO")]
+SETS = [("handwritten", "hand-written edge cases", None),
+        ("library", "generated, library fixture (never trained on): edge cases", True),
+        ("library", "generated, library fixture (never trained on): ordinary", False),
+        ("unseen", "generated, training fixtures, unseen questions: edge cases", True),
+        ("unseen", "generated, training fixtures, unseen questions: ordinary", False)]
+GRPO_KEYS = ("max_steps", "per_device_train_batch_size", "num_generations", "learning_rate", "lr_scheduler_type",
+             "warmup_steps", "temperature", "max_completion_length", "max_tool_calling_iterations")
+
+
+def pooled(rep: dict, set_: str, edge: "bool | None") -> tuple:
+    """success, self-correction (with counts) over one set's categories of one kind."""
+    cats = [m for c, m in rep["categories"].items()
+            if c.split("/")[0] == set_ and (edge is None or (c.split("/", 1)[1] in EDGE) == edge)]
+    n = sum(m["n_trajectories"] for m in cats)
+    ok = sum(m["n_succeeded"] for m in cats)
+    sb = sum(m["n_setback"] for m in cats)
+    sc = sum(m["n_self_corrected"] for m in cats)
+    return (ok / n if n else float("nan")), (sc / sb if sb else float("nan")), ok, n, sc, sb
+
+
+def fmt(xs: list) -> str:
+    xs = [x for x in xs if x == x]
+    if not xs:
+        return "-"
+    if len(xs) == 1:
+        return f"{xs[0]:.3f}"
+    return f"{statistics.mean(xs):.3f} ± {statistics.stdev(xs):.3f}"
+
+
+def succeeded(c: dict) -> bool:
+    """every assertion held: execution (or assertions) 1, else a verifiable reward of 1."""
+    r = c.get("rewards") or {}
+    for name in ("execution", "assertions", "verifiable"):
+        if name in r:
+            return r[name] >= 0.999
+    return c["reward"] >= 0.999
+
+
+def main(out: str, seeds: list) -> None:
+    try:
+        init = open(f"{out}/seed-{seeds[0]}/init.log").read()
+        size = re.search(r"(\d+) parameters \(([^)]*)\)", init)
+        print(f"Model: {int(size[1]):,} parameters ({size[2]}).")
+    except (OSError, TypeError):
+        print("Model: unknown (no init.log).")
+    try:
+        keys = {}
+        for line in open(f"{out}/seed-{seeds[0]}/grpo.yaml"):
+            m = re.match(r"^(\w+):\s*(\S[^#]*?)\s*(#.*)?$", line)
+            if m and m[1] in GRPO_KEYS:
+                keys[m[1]] = m[2]
+        print("GRPO: " + ", ".join(f"{k} {v}" for k, v in keys.items()) + ".")
+    except OSError:
+        pass
+    print()
+    print(f"Seeds: {', '.join(seeds)}. Cells: mean ± sample standard deviation over seeds; per seed: success "
+          "(succeeded/trajectories), self-correction (corrected/setbacks).")
+    print()
+    print("| held-out tasks | model | success rate | self-correction rate | per seed |")
+    print("|---|---|---|---|---|")
+    for set_, label, edge in SETS:
+        for m, name in MODELS:
+            succ, corr, per = [], [], []
+            for s in seeds:
+                try:
+                    rep = json.load(open(f"{out}/seed-{s}/eval-{m}.json"))
+                except (OSError, ValueError):
+                    per.append(f"{s}: missing")
+                    continue
+                a, c, ok, n, sc, sb = pooled(rep, set_, edge)
+                succ.append(a)
+                corr.append(c)
+                per.append(f"{s}: {ok}/{n}, {sc}/{sb}")
+            print(f"| {label} | {name} | {fmt(succ)} | {fmt(corr)} | {'; '.join(per)} |")
+    print()
+    # GRPO's training reward: first and last 10 logged steps.
+    for s in seeds:
+        try:
+            recs = [json.loads(l) for l in open(f"{out}/seed-{s}/grpo/metrics.jsonl")]
+        except OSError:
+            continue
+        r = [x["reward"] for x in recs if "reward" in x]
+        if r:
+            k = min(10, len(r))
+            print(f"seed {s}: GRPO training reward, first {k} steps {statistics.mean(r[:k]):.3f}, "
+                  f"last {k} steps {statistics.mean(r[-k:]):.3f} ({len(r)} steps)")
+    print()
+    # GRPO's sampled training groups (completions.jsonl), edge cases and ordinary tasks apart, in windows of
+    # steps: how often a trajectory succeeded (every assertion held), made more than one tool call, and both;
+    # and how many groups had no reward spread (no advantage, nothing learned from them).
+    w_steps = 10
+    print(f"GRPO's training samples per {w_steps} steps: trajectories succeeded / made >1 call / both; "
+          "groups with equal rewards.")
+    print()
+    print("| seed | steps | edge cases: succeeded | >1 call | both | equal-reward groups | ordinary: succeeded "
+          "| >1 call | both | equal-reward groups |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for s in seeds:
+        groups = collections.defaultdict(list)
+        try:
+            for l in open(f"{out}/seed-{s}/grpo/completions.jsonl"):
+                c = json.loads(l)
+                groups[(c["step"], c["group"])].append(c)
+        except OSError:
+            continue
+        win = collections.defaultdict(lambda: collections.defaultdict(collections.Counter))
+        for (step, _), cs in groups.items():
+            w = win[(step - 1) // w_steps]["edge" if cs[0].get("category") in EDGE else "ordinary"]
+            rs = [c["reward"] for c in cs]
+            w["groups"] += 1
+            w["equal"] += max(rs) - min(rs) < 1e-9
+            for c in cs:
+                multi = sum(len(t.get("calls") or []) for t in c["turns"]) > 1
+                ok = succeeded(c)
+                w["n"] += 1
+                w["ok"] += ok
+                w["multi"] += multi
+                w["both"] += multi and ok
+        for i in sorted(win):
+            cells = []
+            for kind in ("edge", "ordinary"):
+                w = win[i][kind]
+                cells += [f"{w['ok']}/{w['n']}", str(w["multi"]), str(w["both"]), f"{w['equal']}/{w['groups']}"]
+            print(f"| {s} | {i * w_steps + 1}-{i * w_steps + w_steps} | " + " | ".join(cells) + " |")
+    print()
+    print("| phase | seconds | load average at start, end |")
+    print("|---|---|---|")
+    try:
+        for l in open(f"{out}/times.tsv"):
+            name, secs, l0, l1 = l.rstrip("\n").split("\t")
+            print(f"| {name} | {secs} | {l0}, {l1} |")
+    except OSError:
+        pass
+    print()
+    try:
+        loads = [float(l.split("\t")[1]) for l in open(f"{out}/load.tsv")]
+    except OSError:
+        loads = []
+    if loads:
+        print(f"Load average (1 min) over the run, sampled every 30 s: min {min(loads):.1f}, "
+              f"mean {statistics.mean(loads):.1f}, max {max(loads):.1f} (2 cores).")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3:
+        sys.exit("usage: experiment-results.py OUT SEED...")
+    main(sys.argv[1], sys.argv[2:])
