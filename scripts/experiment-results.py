@@ -106,6 +106,22 @@ def main(out: str, seeds: list) -> None:
                 per.append(f"{s}: {ok}/{n}, {sc}/{sb}")
             print(f"| {label} | {name} | {fmt(succ)} | {fmt(corr)} | {'; '.join(per)} |")
     print()
+    # How each model behaves over every held-out task: malformed calls, and calls per trajectory (1.0 means it
+    # never tries a second query, whatever the first returned).
+    print("| every held-out task | model | format error rate | tool calls per trajectory | setbacks self-corrected |")
+    print("|---|---|---|---|---|")
+    for m, name in MODELS:
+        fe, calls, per = [], [], []
+        for s in seeds:
+            try:
+                rep = json.load(open(f"{out}/seed-{s}/eval-{m}.json"))
+            except (OSError, ValueError):
+                continue
+            fe.append(rep["format_error_rate"])
+            calls.append(rep["n_calls"] / rep["n_trajectories"])
+            per.append(f"{s}: {rep['n_self_corrected']}/{rep['n_setback']}")
+        print(f"| all | {name} | {fmt(fe)} | {fmt(calls)} | {'; '.join(per)} |")
+    print()
     # The goal: GRPO's success on the held-out edge cases at least 30 points above SFT's, self-correction up.
     for what, idx in (("success rate", 0), ("self-correction rate", 1)):
         diffs, per = [], []
