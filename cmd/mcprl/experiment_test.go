@@ -76,7 +76,9 @@ func TestExperimentQuick(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, row := range []string{"| hand-written edge cases | SFT |", "| hand-written edge cases | SFT + GRPO |",
-		"| generated, library fixture (never trained on): edge cases | SFT, control", "wall time:"} {
+		"| generated, library fixture (never trained on): edge cases | SFT, control", "wall time:",
+		"| every held-out edge case (the goal's measure", "GRPO minus SFT, success rate on every held-out edge case:",
+		"| all | SFT + GRPO |", "| 1 | 1-10 |", "Load average (1 min) over the run"} {
 		if !strings.Contains(string(table), row) {
 			t.Errorf("results.md lacks %q:\n%s", row, table)
 		}
