@@ -38,8 +38,9 @@ func (t *WriteTensor) dims() []uint64 {
 // uint32, int32, float32, bool, string, uint64, int64, float64, a slice of
 // one of these, or []any of slices for an array of arrays. Write fails,
 // naming the key or tensor, on any other type, a duplicate key or tensor
-// name, a shape whose rows are not whole blocks of the tensor's type, or data
-// of the wrong size.
+// name, or a shape whose rows are not whole blocks of the tensor's type,
+// before it writes anything; and on a tensor whose Data fails or is of the
+// wrong size, leaving w with a partial file.
 func Write(w io.Writer, metadata []KV, tensors []WriteTensor) error {
 	alignment := uint64(DefaultAlignment)
 	keys := make(map[string]bool, len(metadata))
@@ -76,6 +77,13 @@ func Write(w io.Writer, metadata []KV, tensors []WriteTensor) error {
 		}
 		sizes[i] = n
 		offset = align(offset+n, alignment)
+	}
+
+	check := &encoder{w: io.Discard} // every value is checked before anything is written
+	for _, kv := range metadata {
+		if err := check.value(kv.Value, 0); err != nil {
+			return fmt.Errorf("gguf: metadata %q: %w", kv.Key, err)
+		}
 	}
 
 	bw := bufio.NewWriterSize(w, 1<<20)

@@ -111,9 +111,13 @@ func TestWriteErrors(t *testing.T) {
 		{"data error", nil, []gguf.WriteTensor{failing}, `tensor "w": disk on fire`},
 		{"no shape", nil, []gguf.WriteTensor{f32()}, "0 dimensions"},
 	} {
-		err := gguf.Write(new(bytes.Buffer), c.meta, c.tensors)
+		var b bytes.Buffer
+		err := gguf.Write(&b, c.meta, c.tensors)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error containing %q", c.name, err, c.want)
+		}
+		if c.tensors == nil && b.Len() != 0 {
+			t.Errorf("%s: %d bytes written before the error", c.name, b.Len())
 		}
 	}
 }
