@@ -1,10 +1,9 @@
 """End to end: the user's TRL script (examples/trl/train_mcp_grpo.py) trains with TRL's own GRPOTrainer against
-`mcprl env serve`, and what TRL logs is what mcprl computes."""
+`mcprl env serve`, its policy writes tool calls that run in mcprl's forks, and what TRL logs is what mcprl computes."""
 
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import runpy
 from typing import Any
@@ -16,10 +15,31 @@ from env_server import TASKS, env_serve, stats
 import mcprl_env
 
 
-@pytest.mark.skipif(
-    os.environ.get("MCPRL_LONG_TESTS") != "1",
-    reason="long (TRL generation on CPU): MCPRL_LONG_TESTS=1; not yet seen to finish on the shared 2-core machine",
-)
+def test_trl_prompt_is_the_training_prompt(mcprl: pathlib.Path) -> None:
+    """examples/trl/base was trained (mcprl sft on examples/trl/sft_tasks.jsonl) on exactly the prompt TRL shows it:
+    the ids mcprl renders for a training task equal the ids transformers renders, as GRPOTrainer does, for the
+    question alone with the environment's tools."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(REPO / "examples" / "trl" / "base")
+    system = mcprl_env.trl_system_prompt(tokenizer)
+    sft_tasks = [json.loads(line) for line in (REPO / "examples" / "trl" / "sft_tasks.jsonl").read_text().splitlines()]
+    assert [t["id"] for t in sft_tasks] == [json.loads(line)["id"] for line in TASKS.read_text().splitlines()]
+    assert all(t["system_prompt"] == system for t in sft_tasks), "examples/trl/sft_tasks.jsonl is stale: scripts/make-trl-base.sh"
+    assert '"name": "query_database"' in system and '"name": "run_linter"' in system
+    chats = [
+        {"messages": [{"role": "system", "content": t["system_prompt"]}, {"role": "user", "content": t["task"]}], "add_generation_prompt": True}
+        for t in sft_tasks
+    ]
+    tokenize = "--tokenizer", str(REPO / "examples" / "trl" / "base")
+    rendered = [json.loads(line) for line in run_mcprl(mcprl, "tokenize", *tokenize, stdin="".join(json.dumps(c) + "\n" for c in chats)).splitlines()]
+    tools = mcprl_env.environment_tools()
+    for t, got in zip(sft_tasks, rendered, strict=True):
+        trl = tokenizer.apply_chat_template([{"role": "user", "content": t["task"]}], tools=tools, add_generation_prompt=True, tokenize=False)
+        assert got["text"] == trl
+        assert got["ids"] == tokenizer(trl, add_special_tokens=False)["input_ids"]
+
+
 def test_users_script_trains_two_steps(mcprl: pathlib.Path, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
     recorded: list[tuple[list[list[int]], list[float]]] = []
     real_reward = mcprl_env.compute_mcp_reward
@@ -39,6 +59,7 @@ def test_users_script_trains_two_steps(mcprl: pathlib.Path, tmp_path: pathlib.Pa
     monkeypatch.setattr(mcprl_env, "compute_mcp_reward", compute_mcp_reward)
     monkeypatch.setattr(mcprl_env.Environment, "_call", counted_call)
     monkeypatch.setenv("MCPRL_MAX_STEPS", "2")
+    monkeypatch.setenv("MCPRL_MAX_COMPLETION_LENGTH", "128")
     monkeypatch.setenv("MCPRL_LOGGING_STEPS", "1")
     monkeypatch.setenv("MCPRL_OUTPUT_DIR", str(tmp_path / "out"))
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
