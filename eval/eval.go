@@ -224,7 +224,9 @@ func (e *Evaluator) batch(ctx context.Context, tasks []task.Task, b int64) ([]*S
 		t := res.Task
 		s := &Sample{Task: t, Index: i % n, Trajectory: res.Trajectory, Catalog: toolNames(e.Sandboxes[t.Fixture])}
 		switch {
-		case res.Scores == nil:
+		case res.Scores == nil || res.Error != "":
+			// Ended by a failure (a policy server's, a tool server's): no
+			// fair sample of the policy, so it gets no reward.
 			s.ScoreError = "not scored: " + res.Error
 		case res.Errs[0] != nil:
 			s.ScoreError = res.Errs[0].Error()

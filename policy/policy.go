@@ -40,4 +40,9 @@ type Sample struct {
 	// Stopped is true when the continuation ended with a stop token, false
 	// when it ran out of its token budget.
 	Stopped bool
+	// Err, when set, says why the policy could not continue this one
+	// sequence (a served model's request failed after its retries): the
+	// rollout ends that trajectory with the reason as its Error and goes on
+	// with the others.
+	Err error
 }

@@ -81,7 +81,7 @@ func (r *Runner) Run(ctx context.Context, jobs []Job) ([]*Result, error) {
 			return nil, fmt.Errorf("task %q: %w", job.Task.ID, err)
 		}
 		for g := 0; g < n; g++ {
-			s := &state{job: job, messages: append([]chat.Message(nil), st.messages...), tools: st.tools, res: &Result{Trajectory: &chat.Trajectory{}, Task: job.Task}}
+			s := &state{job: job, messages: append([]chat.Message(nil), st.messages...), tools: st.tools, offered: st.offered, res: &Result{Trajectory: &chat.Trajectory{}, Task: job.Task}}
 			s.traj = s.res.Trajectory
 			s.traj.Tokens = append([]int32(nil), st.ids...)
 			s.traj.Mask = make([]uint8, len(st.ids))
@@ -151,6 +151,7 @@ func (r *Runner) Run(ctx context.Context, jobs []Job) ([]*Result, error) {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
 	defer batch.Close()
+	conv, _ := batch.(policy.Conversational)
 
 	for {
 		if err := ctx.Err(); err != nil {
@@ -173,6 +174,16 @@ func (r *Runner) Run(ctx context.Context, jobs []Job) ([]*Result, error) {
 		}
 		if active == 0 {
 			break
+		}
+		if conv != nil {
+			for i, s := range states {
+				if maxNew[i] == 0 {
+					continue
+				}
+				if err := conv.SetConversation(i, policy.Conversation{Messages: s.messages, Tools: s.offered, ToolsInPrompt: s.tools != nil}); err != nil {
+					return nil, fmt.Errorf("policy: %w", err)
+				}
+			}
 		}
 		samples, err := batch.Generate(ctx, maxNew)
 		if err != nil {
@@ -239,7 +250,8 @@ type state struct {
 	job      Job
 	sb       *sandbox.Sandbox
 	messages []chat.Message
-	tools    []json.RawMessage
+	tools    []json.RawMessage // the tools the chat template renders (none under a task's system prompt)
+	offered  []json.RawMessage // the sandbox's tools, as a conversational policy receives them
 	res      *Result
 	traj     *chat.Trajectory // res.Trajectory
 	rounds   int
@@ -251,6 +263,7 @@ func (s *state) completionLen() int { return len(s.traj.Tokens) - s.traj.PromptL
 type promptState struct {
 	messages []chat.Message
 	tools    []json.RawMessage
+	offered  []json.RawMessage
 	ids      []int32
 }
 
@@ -258,7 +271,7 @@ type promptState struct {
 // none, the chat template's own tool section built from the sandbox's
 // tools/list; then the task as the user's message.
 func (r *Runner) prompt(job Job) (*promptState, error) {
-	st := &promptState{}
+	st := &promptState{offered: toolcall.FunctionSchemas(job.Factory.Tools())}
 	st.messages, st.tools = PromptMessages(job.Task, job.Factory)
 	text, err := r.Template.Render(st.messages, st.tools, true)
 	if err != nil {
@@ -318,6 +331,12 @@ func (r *Runner) stopIDs() (*stopSet, error) {
 // nil when the trajectory is over.
 func (r *Runner) turn(ctx context.Context, s *state, sample policy.Sample, stops *stopSet) []int32 {
 	t := s.traj
+	if sample.Err != nil {
+		// The policy could not continue this trajectory (a served model's
+		// request failed): it ends with the reason, unscored.
+		t.Error = fmt.Sprintf("policy: %v", sample.Err)
+		return nil
+	}
 	if len(sample.IDs) == 0 {
 		// Nothing sampled: the policy had no room left (a full cache).
 		t.Truncated = true

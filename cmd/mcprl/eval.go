@@ -30,11 +30,12 @@ type evalFlags struct {
 
 func newEvalCmd() *cobra.Command {
 	var (
-		flags runFlags
-		ef    evalFlags
+		flags  runFlags
+		ef     evalFlags
+		served servedFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "eval --model DIR --tasks FILE [--fixtures DIR] [--k K] [--json] [--seed S] [--temperature T] [--dsn DSN] [--output-dir DIR] [--golden]",
+		Use:   "eval (--model DIR | --policy URL --served-model NAME | --golden) --tasks FILE [--fixtures DIR] [--k K] [--json] [--seed S] [--temperature T] [--dsn DSN] [--output-dir DIR]",
 		Short: "Evaluate a policy on tasks in live sandboxes: success rate, pass@k, tool use, self-correction",
 		Long: `eval runs every task K times (--samples N times, N >= K, for a sharper pass@k) through the same
 rollout loop as train, each trajectory in its own sandbox fork with its tool calls executed over MCP, and
@@ -57,16 +58,24 @@ results, reward breakdown) to DIR/trajectories.jsonl, the summary to DIR/report.
 reaches, and a check that a task set's assertions hold (without --model it uses the embedded small tokenizer).
 A model folder written by mcprl train (checkpoint-STEP/ or final/) carries the generation settings it was
 trained with (trainer_state.json's "generation"); eval samples with them unless flags or --config say otherwise.
+--policy URL --served-model NAME samples from a model served behind an OpenAI-compatible chat-completions
+API instead (vLLM, SGLang, Ollama, llama.cpp's server, transformers serve, a hosted endpoint): every request
+sends the conversation and the sandbox's tools, native tool calls come back as <tool_call> blocks, and
+temperature, top_p, top_k, --samples (as n) and the token budget (as max_tokens) are passed through. The
+server is probed before any work starts; a request that still fails after its retries ends its trajectory
+with the reason (unscored, counted in n_errors). --tokenizer gives the served model's tokenizer, for exact
+token budgets.
 --config reads model, tasks, fixtures, dsn and the generation settings (max_prompt_length,
 max_completion_length, max_tool_calling_iterations, temperature, top_p, top_k, seed) from a train config;
 flags override it. Results are deterministic for a given seed and batch size.
 
 Examples:
   mcprl eval --golden --tasks examples/experiment/heldout_tasks.jsonl --fixtures examples/fixtures
-  mcprl eval --model runs/grpo/final --tasks examples/experiment/heldout_tasks.jsonl --fixtures examples/fixtures --k 4 --json`,
+  mcprl eval --model runs/grpo/final --tasks examples/experiment/heldout_tasks.jsonl --fixtures examples/fixtures --k 4 --json
+  mcprl eval --policy http://localhost:8000/v1 --served-model Qwen/Qwen2.5-7B-Instruct --tasks examples/customers/quick_tasks.jsonl --temperature 0`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runEval(cmd, &flags, &ef)
+			return runEval(cmd, &flags, &ef, &served)
 		},
 	}
 	fl := cmd.Flags()
@@ -89,10 +98,11 @@ Examples:
 	fl.IntVar(&ef.batch, "batch-size", 32, "trajectories sampled together (whole tasks); results depend on it")
 	fl.BoolVar(&ef.golden, "golden", false, "replay each task's golden trajectory instead of sampling the model")
 	fl.BoolVar(&flags.skipBadTasks, "skip-bad-tasks", false, "skip bad lines of the tasks file (listed and counted) instead of failing")
+	served.register(fl)
 	return cmd
 }
 
-func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags) error {
+func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *servedFlags) error {
 	ctx := cmd.Context()
 	stderr := cmd.ErrOrStderr()
 	fl := cmd.Flags()
@@ -113,7 +123,7 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags) error {
 		cfg.Temperature, cfg.TopP, cfg.TopK, cfg.Seed = ef.temperature, ef.topP, ef.topK, ef.seed
 		// A model GRPO trained samples as it was trained (the flags below
 		// still win).
-		if flags.model != "" && !ef.golden {
+		if flags.model != "" && !ef.golden && !served.given() {
 			g, err := grpo.LoadGeneration(flags.model)
 			if err != nil {
 				return err
@@ -162,11 +172,16 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags) error {
 		return errors.New("--tasks is required")
 	}
 
+	if served.given() && (ef.golden || flags.model != "") {
+		return errors.New("give one policy: --policy (a served model), --model or --golden")
+	}
 	var (
 		ws  *workspace
 		err error
 	)
 	switch {
+	case served.given():
+		ws, err = loadServed(ctx, served, cfg.Tasks, cfg.Fixtures, cfg.DSN, flags.skipBadTasks, stderr)
 	case ef.golden && flags.model == "":
 		ws, err = loadTasksOnly(ctx, cfg.Tasks, cfg.Fixtures, cfg.DSN, flags.skipBadTasks, stderr)
 	default:
@@ -194,6 +209,12 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags) error {
 			ecfg.MaxCompletionLength = max(ecfg.MaxCompletionLength, 4096)
 		}
 		pol = eval.Golden(ws.tok)
+	} else if served.given() {
+		p, err := served.policy(ctx, ws.tok, ws.factories, ecfg.Sample, stderr)
+		if err != nil {
+			return err
+		}
+		pol = eval.Fixed(p)
 	} else {
 		pol = eval.Sampled(ws.model, ecfg)
 	}
@@ -261,6 +282,20 @@ func saveEval(dir string, res []*eval.Sample, rep *eval.Report) error {
 		return fmt.Errorf("eval: %w", err)
 	}
 	return os.WriteFile(filepath.Join(dir, "report.json"), append(b, '\n'), 0o644)
+}
+
+// loadServed is load for a served policy: the tokenizer of --tokenizer
+// (else the embedded small one), the tasks and a sandbox factory per fixture.
+func loadServed(ctx context.Context, served *servedFlags, tasksPath, fixturesDir, dsn string, skipBad bool, warn io.Writer) (*workspace, error) {
+	w := &workspace{}
+	var err error
+	if w.tok, w.tpl, err = served.loadTokenizer(); err != nil {
+		return nil, err
+	}
+	if err := w.loadTasks(ctx, tasksPath, fixturesDir, dsn, skipBad, warn); err != nil {
+		return nil, err
+	}
+	return w, nil
 }
 
 // loadTasksOnly is load without a model: the embedded small tokenizer (its

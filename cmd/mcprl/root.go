@@ -24,6 +24,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newTasksCmd())
 	root.AddCommand(newEvalCmd())
 	root.AddCommand(newGenerateCmd())
+	root.AddCommand(newChatCmd())
 	root.AddCommand(newEnvCmd())
 	root.AddCommand(newReportCmd())
 	return root

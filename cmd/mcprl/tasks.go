@@ -16,10 +16,10 @@ import (
 func newTasksCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tasks",
-		Short: "Work with task files (generate training tasks from a fixture)",
+		Short: "Work with task files (generate training tasks from a fixture, distill golden trajectories from a teacher)",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newTasksGenerateCmd())
+	cmd.AddCommand(newTasksGenerateCmd(), newTasksDistillCmd())
 	return cmd
 }
 

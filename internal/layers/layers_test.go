@@ -15,15 +15,16 @@ const (
 // forbidden lists, for each package, the import path prefixes it must not
 // depend on, directly or through any other package.
 var forbidden = map[string][]string{
-	"chat":      {gomlx, mcpSDK},
-	"policy":    {gomlx, mcpSDK},
-	"task":      {gomlx, mcpSDK},
-	"tokenizer": {gomlx, mcpSDK},
-	"taskgen":   {gomlx},
-	"toolcall":  {gomlx},
-	"reward":    {gomlx},
-	"rollout":   {gomlx},
-	"sandbox":   {gomlx},
+	"chat":          {gomlx, mcpSDK},
+	"policy":        {gomlx, mcpSDK},
+	"policy/openai": {gomlx},
+	"task":          {gomlx, mcpSDK},
+	"tokenizer":     {gomlx, mcpSDK},
+	"taskgen":       {gomlx},
+	"toolcall":      {gomlx},
+	"reward":        {gomlx},
+	"rollout":       {gomlx},
+	"sandbox":       {gomlx},
 }
 
 // TestLayers runs `go list -deps` on each package and fails, naming the

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcprl/mcprl/agent"
+	"github.com/mcprl/mcprl/eval"
+	"github.com/mcprl/mcprl/policy"
+	"github.com/mcprl/mcprl/rollout"
+	"github.com/mcprl/mcprl/sandbox"
+	"github.com/mcprl/mcprl/task"
+	"github.com/mcprl/mcprl/tokenizer"
+	"github.com/mcprl/mcprl/toolcall"
+)
+
+func newChatCmd() *cobra.Command {
+	var (
+		served                 servedFlags
+		modelDir, fixture, dsn string
+		systemPrompt           string
+		catalog                bool
+		temperature, topP      float64
+		maxCompletion, iters   int
+		seed                   int64
+	)
+	cmd := &cobra.Command{
+		Use:   "chat (--model DIR | --policy URL --served-model NAME) --fixture DIR [--dsn DSN]",
+		Short: "Talk to a policy as an agent against a live sandbox: see each tool call, its result and the answer",
+		Long: `chat reads questions from stdin, one a line, and runs each as a rollout (the loop train and eval use)
+against the fixture's live sandbox: a fork of its database (embedded SQLite, or PostgreSQL with --dsn) per
+question, every tool call executed over MCP. It prints each call with its arguments, the tool's result and
+the agent's answer, so you can see what a model does (and what training changed). Questions do not share
+a conversation or a database fork. An empty line is skipped; "exit", "quit" or end of input stops.
+
+The policy is an in-process model (--model) or one served behind an OpenAI-compatible chat-completions
+API (--policy, as in mcprl eval). By default the chat template's tool section shows the sandbox's tools;
+--catalog gives the system prompt of the user's task format instead (the tool catalog in its words, as
+examples/customers was trained with), --system-prompt any other.
+
+Example:
+  echo "How many customers are inactive?" | mcprl chat --model examples/customers/base --fixture examples/fixtures/customers --catalog`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			stderr, stdout := cmd.ErrOrStderr(), cmd.OutOrStdout()
+			if fixture == "" {
+				return errors.New("--fixture is required")
+			}
+			if served.given() == (modelDir != "") {
+				return errors.New("give one policy: --model DIR or --policy URL --served-model NAME")
+			}
+			if catalog && systemPrompt != "" {
+				return errors.New("give --catalog or --system-prompt, not both")
+			}
+			fx, err := task.LoadFixture(fixture)
+			if err != nil {
+				return err
+			}
+			f, err := sandbox.NewFactory(ctx, fx, sandbox.Options{DSN: dsn})
+			if err != nil {
+				return fmt.Errorf("fixture %s: %w", fixture, err)
+			}
+			defer f.Close()
+			if catalog {
+				systemPrompt = toolcall.RenderCatalog(f.Tools())
+			}
+			ecfg := eval.Config{Samples: 1, MaxCompletionLength: maxCompletion, MaxToolCallingIterations: iters,
+				Sample: policy.SampleOptions{Temperature: temperature, TopP: topP, Seed: seed}}
+			var (
+				tok *tokenizer.Tokenizer
+				tpl *tokenizer.Template
+				pol policy.Policy
+			)
+			if served.given() {
+				if tok, tpl, err = served.loadTokenizer(); err != nil {
+					return err
+				}
+				p, err := served.policy(ctx, tok, map[string]*sandbox.Factory{fx.Name: f}, ecfg.Sample, stderr)
+				if err != nil {
+					return err
+				}
+				pol = p
+			} else {
+				m, err := loadModel(modelDir)
+				if err != nil {
+					return err
+				}
+				if tok, err = tokenizer.Load(modelDir); err != nil {
+					return fmt.Errorf("model %s: %w", modelDir, err)
+				}
+				if tpl, err = tok.Template(); err != nil {
+					return fmt.Errorf("model %s: %w", modelDir, err)
+				}
+				if pol, err = eval.Sampled(m, ecfg)(nil, 1); err != nil {
+					return err
+				}
+			}
+			a := &agent.Agent{
+				Runner: &rollout.Runner{Policy: pol, Tokenizer: tok, Template: tpl, Config: rollout.Config{
+					MaxCompletionLength: maxCompletion, MaxToolCallingIterations: iters, Sample: ecfg.Sample}},
+				Sandbox: f, SystemPrompt: systemPrompt,
+			}
+			var names []string
+			for _, t := range f.Tools() {
+				names = append(names, t.Name)
+			}
+			fmt.Fprintf(stderr, "chat: fixture %s, tools %s; one question a line, exit to stop\n", fx.Name, strings.Join(names, ", "))
+			if systemPrompt != "" {
+				fmt.Fprintf(stderr, "chat: system prompt:\n%s\n", systemPrompt)
+			}
+			in := bufio.NewScanner(cmd.InOrStdin())
+			in.Buffer(nil, 1<<20)
+			for {
+				fmt.Fprint(stderr, "> ")
+				if !in.Scan() {
+					fmt.Fprintln(stderr)
+					return in.Err()
+				}
+				q := strings.TrimSpace(in.Text())
+				switch q {
+				case "":
+					continue
+				case "exit", "quit":
+					return nil
+				}
+				fmt.Fprintf(stdout, "question: %s\n", q)
+				tr, err := a.Ask(ctx, q)
+				if err != nil {
+					return err
+				}
+				if err := agent.Transcript(stdout, tr); err != nil {
+					return err
+				}
+			}
+		},
+	}
+	fl := cmd.Flags()
+	served.register(fl)
+	fl.StringVar(&modelDir, "model", "", "HF-format model directory (an in-process policy)")
+	fl.StringVar(&fixture, "fixture", "", "fixture directory (schema.sql, data.sql, workspace/, sandbox.yaml)")
+	fl.StringVar(&dsn, "dsn", "", "PostgreSQL DSN for the sandbox's database (default: embedded SQLite)")
+	fl.BoolVar(&catalog, "catalog", false, "system prompt: the tool catalog in the user's task format (as examples/customers was trained with)")
+	fl.StringVar(&systemPrompt, "system-prompt", "", "system prompt (default: none; the chat template's tool section shows the tools)")
+	fl.Float64Var(&temperature, "temperature", 0, "sampling temperature (0: greedy)")
+	fl.Float64Var(&topP, "top-p", 1.0, "nucleus sampling")
+	fl.Int64Var(&seed, "seed", 42, "sampling seed")
+	fl.IntVar(&maxCompletion, "max-completion-length", 1024, "sampled plus tool-output tokens per question")
+	fl.IntVar(&iters, "max-tool-calling-iterations", 4, "rounds of tool execution per question")
+	return cmd
+}

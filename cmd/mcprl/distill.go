@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcprl/mcprl/distill"
+	"github.com/mcprl/mcprl/eval"
+	"github.com/mcprl/mcprl/policy"
+	"github.com/mcprl/mcprl/task"
+)
+
+func newTasksDistillCmd() *cobra.Command {
+	var (
+		served                              servedFlags
+		modelDir, tasksPath, fixtures, out  string
+		dsn                                 string
+		k, perTask, maxCompletion, iters, b int
+		temperature, topP                   float64
+		seed                                int64
+		skipBad                             bool
+	)
+	cmd := &cobra.Command{
+		Use:   "distill (--policy URL --served-model NAME | --model DIR) --tasks FILE --fixtures DIR --out FILE [--k K]",
+		Short: "Rejection sampling: sample a teacher's trajectories, keep those whose assertions hold live, write them as golden trajectories for mcprl sft",
+		Long: `distill runs every task K times through the teacher (a model served behind an OpenAI-compatible
+chat-completions API with --policy, or an in-process model with --model), each trajectory in its own
+sandbox fork with its tool calls executed live, exactly as mcprl eval does. A trajectory whose
+ground_truth_assertions all hold, and whose turns a golden reproduces exactly (one well-formed call per
+turn, then an answer), becomes a golden trajectory: --out gets the task with that golden, one line per
+kept trajectory (at most --per-task distinct ones per task; the second gets the id ID-2, ...). mcprl sft
+reads the file as it is. A summary says how many tasks got a demonstration and why the others were
+left out.
+
+Example:
+  mcprl tasks distill --policy http://localhost:8000/v1 --served-model Qwen/Qwen2.5-7B-Instruct \
+    --tasks train.jsonl --fixtures examples/fixtures --out distilled.jsonl --k 4 --temperature 0.7`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			stderr := cmd.ErrOrStderr()
+			if out == "" || tasksPath == "" || fixtures == "" {
+				return errors.New("--tasks, --fixtures and --out are required")
+			}
+			if served.given() == (modelDir != "") {
+				return errors.New("give the teacher: --policy URL --served-model NAME, or --model DIR")
+			}
+			if k < 1 {
+				return fmt.Errorf("--k %d: need at least 1", k)
+			}
+			ecfg := eval.Config{
+				Samples: k, K: 1, BatchSize: b, MaxCompletionLength: maxCompletion, MaxToolCallingIterations: iters,
+				Sample: policy.SampleOptions{Temperature: temperature, TopP: topP, Seed: seed},
+			}
+			var (
+				ws  *workspace
+				pol eval.PolicyFor
+				err error
+			)
+			if served.given() {
+				if ws, err = loadServed(ctx, &served, tasksPath, fixtures, dsn, skipBad, stderr); err != nil {
+					return err
+				}
+				defer ws.Close()
+				p, err := served.policy(ctx, ws.tok, ws.factories, ecfg.Sample, stderr)
+				if err != nil {
+					return err
+				}
+				pol = eval.Fixed(p)
+			} else {
+				if ws, err = load(ctx, modelDir, tasksPath, fixtures, dsn, skipBad, stderr); err != nil {
+					return err
+				}
+				defer ws.Close()
+				pol = eval.Sampled(ws.model, ecfg)
+			}
+			ev := &eval.Evaluator{Policy: pol, Tokenizer: ws.tok, Template: ws.tpl, Sandboxes: ws.factories, Config: ecfg, Progress: stderr}
+			kept, st, err := distill.Run(ctx, ev, ws.tasks, distill.Options{PerTask: perTask})
+			if err != nil {
+				return err
+			}
+			if err := writeTasks(out, kept); err != nil {
+				return err
+			}
+			fmt.Fprintf(stderr, "distill: %s\ndistill: wrote %d golden trajectories to %s\n", st, len(kept), out)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	served.register(fl)
+	fl.StringVar(&modelDir, "model", "", "an in-process teacher: HF-format model directory")
+	fl.StringVar(&tasksPath, "tasks", "", "tasks JSONL file (their ground_truth_assertions decide what is kept)")
+	fl.StringVar(&fixtures, "fixtures", "", "directory of fixtures, each named by a task's \"fixture\"")
+	fl.StringVar(&out, "out", "", "write the tasks with their distilled golden trajectories here (JSONL)")
+	fl.StringVar(&dsn, "dsn", "", "PostgreSQL DSN for the sandboxes' databases (default: embedded SQLite)")
+	fl.IntVar(&k, "k", 4, "trajectories sampled per task")
+	fl.IntVar(&perTask, "per-task", 1, "distinct golden trajectories kept per task at most")
+	fl.Float64Var(&temperature, "temperature", 0.7, "sampling temperature (0: greedy; then --k 1 is enough)")
+	fl.Float64Var(&topP, "top-p", 1.0, "nucleus sampling")
+	fl.Int64Var(&seed, "seed", 42, "sampling seed")
+	fl.IntVar(&maxCompletion, "max-completion-length", 1024, "sampled plus tool-output tokens per trajectory")
+	fl.IntVar(&iters, "max-tool-calling-iterations", 4, "rounds of tool execution per trajectory")
+	fl.IntVar(&b, "batch-size", 32, "trajectories sampled together (whole tasks)")
+	fl.BoolVar(&skipBad, "skip-bad-tasks", false, "skip bad lines of the tasks file (listed and counted) instead of failing")
+	return cmd
+}
+
+// writeTasks writes tasks as JSONL (the format task.Load reads) to path.
+func writeTasks(path string, tasks []task.Task) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for i := range tasks {
+		if err := enc.Encode(&tasks[i]); err != nil {
+			f.Close()
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return f.Close()
+}
