@@ -14,7 +14,9 @@ import (
 
 const call = "<tool_call>\n{\"name\": \"query_database\", \"arguments\": {\"sql\": \"SELECT 1\"}}\n</tool_call>"
 
-func turn(text string, calls ...chat.CallResult) chat.Turn { return chat.Turn{Text: text, Calls: calls} }
+func turn(text string, calls ...chat.CallResult) chat.Turn {
+	return chat.Turn{Text: text, Calls: calls}
+}
 
 var ok = chat.CallResult{Call: chat.Call{Name: "query_database", Arguments: json.RawMessage(`{"sql": "SELECT 1"}`)}, Text: "1"}
 
