@@ -82,10 +82,13 @@ func BenchmarkLoadInProcess(b *testing.B) {
 }
 
 // BenchmarkLoad holds 256 concurrent WebSocket sessions, each in its own
-// episode and fork, and runs b.N query_database steps across them (the
-// clients run in this process, on the same cores as the server). It
-// reports tools/call per second and the p50/p99 step latency a client
-// sees; then kills one client mid-episode (its socket closes) and lets
+// episode and fork, and runs b.N query_database steps across them as fast
+// as they are answered (the clients run in this process, on the same cores
+// as the server). It reports tools/call per second and the p50/p99 step
+// latency a client sees (with every client always waiting, latency is
+// sessions / throughput); then the same sessions offer 5,000 calls/s in
+// all for 2 s, each client on its own schedule, and it reports the rate
+// served and the p50/p99 latency at that load; then kills one client mid-episode (its socket closes) and lets
 // another vanish (its socket stays open, silent) and reports how long
 // each took to have its fork freed; then closes every session and reports
 // the forks, sessions and goroutines left.
@@ -144,6 +147,48 @@ func BenchmarkLoad(b *testing.B) {
 	if st := srv.Stats(); st.ToolCalls < int64(len(all)) || st.OpenForks != sessions {
 		b.Fatalf("stats %+v after %d calls", st, len(all))
 	}
+
+	// Paced: the same sessions offer pacedRate calls/s in all (each client
+	// sends on its own schedule, as trainers do between generations) for
+	// pacedFor; latency from send to answer.
+	const pacedRate, pacedFor = 5000, 2 * time.Second
+	interval := time.Duration(float64(time.Second) * sessions / pacedRate)
+	paced := make([][]time.Duration, sessions)
+	pstart := time.Now()
+	for i, c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx := context.Background()
+			// Spread the clients' first sends over one interval.
+			next := pstart.Add(interval * time.Duration(i) / sessions)
+			for next.Before(pstart.Add(pacedFor)) {
+				time.Sleep(time.Until(next))
+				t0 := time.Now()
+				if err := c.c.Write(ctx, websocket.MessageText, msg); err != nil {
+					failed.Add(1)
+					return
+				}
+				_, ans, err := c.c.Read(ctx)
+				if err != nil || len(ans) < 22 || string(ans[:22]) != `{"type":"observation",` {
+					failed.Add(1)
+					return
+				}
+				paced[i] = append(paced[i], time.Since(t0))
+				next = next.Add(interval)
+			}
+		}()
+	}
+	wg.Wait()
+	pelapsed := time.Since(pstart)
+	if failed.Load() > 0 {
+		b.Fatalf("%d clients failed", failed.Load())
+	}
+	pall := slices.Concat(paced...)
+	slices.Sort(pall)
+	b.ReportMetric(float64(len(pall))/pelapsed.Seconds(), "paced-calls/s")
+	b.ReportMetric(float64(pall[len(pall)/2].Microseconds()), "paced-p50-us")
+	b.ReportMetric(float64(pall[len(pall)*99/100].Microseconds()), "paced-p99-us")
 
 	// A killed client: its socket closes mid-episode.
 	k := dial(b, hs)
