@@ -271,8 +271,11 @@ type promptState struct {
 // none, the chat template's own tool section built from the sandbox's
 // tools/list; then the task as the user's message.
 func (r *Runner) prompt(job Job) (*promptState, error) {
-	st := &promptState{offered: toolcall.FunctionSchemas(job.Factory.Tools())}
+	st := &promptState{}
 	st.messages, st.tools = PromptMessages(job.Task, job.Factory)
+	if st.offered = st.tools; st.offered == nil {
+		st.offered = toolcall.FunctionSchemas(job.Factory.Tools())
+	}
 	text, err := r.Template.Render(st.messages, st.tools, true)
 	if err != nil {
 		return nil, fmt.Errorf("render prompt: %w", err)

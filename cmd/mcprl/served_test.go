@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -155,6 +157,35 @@ func TestEvalServedPolicyEqualsInProcess(t *testing.T) {
 	var rep map[string]any
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || rep["n_errors"] != 1.0 {
 		t.Errorf("report %s (%v): want n_errors 1", stdout, err)
+	}
+
+	// chat --policy shows the same session as chat --model.
+	first, _, _ := strings.Cut(lines[0], "\n")
+	var tk struct {
+		SystemPrompt string `json:"system_prompt"`
+	}
+	if err := json.Unmarshal([]byte(first), &tk); err != nil {
+		t.Fatal(err)
+	}
+	chatArgs := []string{"chat", "--fixture", fixturesRoot + "/customers", "--system-prompt", tk.SystemPrompt, "--max-completion-length", "192"}
+	transcripts := map[string]string{}
+	for kind, args := range map[string][]string{
+		"model":  {"--model", customersBase},
+		"policy": {"--policy", url, "--served-model", name, "--send-tools", "as-prompted", "--tokenizer", customersBase},
+	} {
+		var out, errOut bytes.Buffer
+		root := newRootCmd()
+		root.SetArgs(append(append([]string{}, chatArgs...), args...))
+		root.SetIn(strings.NewReader("How many customers have the status inactive?\n"))
+		root.SetOut(&out)
+		root.SetErr(&errOut)
+		if err := root.ExecuteContext(context.Background()); err != nil {
+			t.Fatalf("chat --%s: %v\n%s", kind, err, errOut.String())
+		}
+		transcripts[kind] = out.String()
+	}
+	if m, p := transcripts["model"], transcripts["policy"]; m != p || !strings.Contains(p, "call: query_database") || !strings.Contains(p, "answer: ") {
+		t.Errorf("chat transcripts differ or lack a call and an answer:\n--model:\n%s\n--policy:\n%s", m, p)
 	}
 
 	// Bad input: each fails before any trajectory runs.
