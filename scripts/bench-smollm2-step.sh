@@ -24,5 +24,6 @@ MCPRL_BENCH_MODEL="$work/smollm2" MCPRL_BENCH_LORA_R=16 MCPRL_BENCH_PROMPT=256 M
   -test.benchtime "${STEPS}x" -test.v >"$work/bench.txt" 2>&1 || { cat "$work/bench.txt" "$work/time.txt" >&2; exit 1; }
 grep -E 'first step|^BenchmarkGRPOStep' "$work/bench.txt"
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
-awk '/^BenchmarkGRPOStep/ {printf "SmolLM2-135M, LoRA r 16, batch 8 x 512: %.2f s/step", $3 / 1e9}' "$work/bench.txt"
-awk -F': ' '/Maximum resident set size/ {printf ", peak RSS %.2f GiB\n", $2 / 1048576}' "$work/time.txt"
+awk '/^BenchmarkGRPOStep.*ns\/op/ {printf "SmolLM2-135M, LoRA r 16, batch 8 x 512: %.2f s/step", $3 / 1e9}' "$work/bench.txt"
+awk -F': ' '/User time/ {u = $2} /System time/ {s = $2} /Percent of CPU/ {p = $2} /Maximum resident set size/ {r = $2}
+  END {printf ", peak RSS %.2f GiB; the whole process (import excluded; compilation, the untimed first step and the timed ones included) used %.0f s of CPU (user + sys) at %s of a core\n", r / 1048576, u + s, p}' "$work/time.txt"
