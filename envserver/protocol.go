@@ -100,7 +100,7 @@ type ResetObservation struct {
 	TaskID    string `json:"task_id"`
 	Fixture   string `json:"fixture"`
 	// SystemPrompt is the task's system prompt, or, when it has none, the
-	// tool catalog in the seed's form.
+	// tool catalog in compute_mcp_reward's form.
 	SystemPrompt string `json:"system_prompt"`
 	Task         string `json:"task"`
 	// Tools is the catalog (so OpenEnv's MCPToolClient reads a reset as a
@@ -143,7 +143,7 @@ type ToolError struct {
 
 // FinishObservation ends an episode with its scores.
 type FinishObservation struct {
-	// Rewards holds each configured reward's value by name, and "seed",
+	// Rewards holds each configured reward's value by name, and "compute_mcp_reward",
 	// the user's compute_mcp_reward on the completion text.
 	Rewards map[string]float64 `json:"rewards"`
 	// Breakdown explains the configured reward (reward.Breakdown).

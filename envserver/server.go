@@ -41,7 +41,7 @@ type Options struct {
 	// PostgreSQL (see package sqldb).
 	DSN string
 	// Rewards is the reward spec a finished episode is scored with, in
-	// reward.Registry.Parse's form ("assertions", "seed,assertions",
+	// reward.Registry.Parse's form ("assertions", "compute_mcp_reward,assertions",
 	// "format:0.3,tool_selection:0.3,execution:0.4"); DefaultRewards when empty.
 	Rewards string
 	// MaxSessions caps concurrent sessions (WebSocket connections and
@@ -66,7 +66,7 @@ type Server struct {
 	factories map[string]*sandbox.Factory
 	tasks     map[string]*task.Task
 	reward    reward.Func
-	seed      *reward.Seed
+	mcpReward *reward.MCPReward
 	slots     chan struct{}
 	metadata  json.RawMessage
 
@@ -129,7 +129,7 @@ func New(ctx context.Context, opts Options) (_ *Server, err error) {
 		opts:      opts,
 		factories: map[string]*sandbox.Factory{},
 		tasks:     map[string]*task.Task{},
-		seed:      reward.NewSeed(reward.DefaultSeedConfig()),
+		mcpReward: reward.NewMCPReward(reward.DefaultMCPRewardConfig()),
 		slots:     make(chan struct{}, opts.MaxSessions),
 		sessions:  map[string]*session{},
 		stop:      make(chan struct{}),

@@ -143,7 +143,7 @@ func TestEpisode(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := &reward.Input{Task: tk, Trajectory: traj, Sandbox: own}
-	for _, name := range []string{"assertions", "seed"} {
+	for _, name := range []string{"assertions", "compute_mcp_reward"} {
 		fn, _ := reward.NewRegistry().New(name)
 		want, err := fn.Score(context.Background(), in)
 		if err != nil {
@@ -204,7 +204,7 @@ func TestInlineTaskAndMessages(t *testing.T) {
 	var rewards map[string]float64
 	json.Unmarshal(fin.Observation["rewards"], &rewards)
 	// seed: valid JSON, known tool, no "inactive" in the SQL: 0.6.
-	if rewards["seed"] != 0.6 || rewards["assertions"] != 1 || *fin.Reward != 1.6 {
+	if rewards["compute_mcp_reward"] != 0.6 || rewards["assertions"] != 1 || *fin.Reward != 1.6 {
 		t.Fatalf("rewards %v total %v, want seed 0.6, assertions 1, total 1.6", rewards, *fin.Reward)
 	}
 
@@ -213,8 +213,8 @@ func TestInlineTaskAndMessages(t *testing.T) {
 	fin = c.observation("step", map[string]any{"type": "finish", "completion": []map[string]any{
 		{"role": "assistant", "tool_calls": []map[string]any{{"type": "function", "function": map[string]any{"name": "drop_tables", "arguments": "{}"}}}}}})
 	json.Unmarshal(fin.Observation["rewards"], &rewards)
-	if rewards["seed"] != -0.5 {
-		t.Fatalf("hallucinated tool: seed %v, want -0.5", rewards["seed"])
+	if rewards["compute_mcp_reward"] != -0.5 {
+		t.Fatalf("hallucinated tool: compute_mcp_reward %v, want -0.5", rewards["compute_mcp_reward"])
 	}
 }
 

@@ -397,12 +397,12 @@ func (sess *session) scoreEpisode(text, answer string) (*episodeScore, error) {
 	} else {
 		rewards[sess.srv.reward.Name()] = sc.Value
 	}
-	if _, ok := rewards["seed"]; !ok {
-		seed, err := sess.srv.seed.Score(ctx, in)
+	if _, ok := rewards[reward.MCPRewardName]; !ok {
+		mcp, err := sess.srv.mcpReward.Score(ctx, in)
 		if err != nil {
 			return nil, err
 		}
-		rewards["seed"] = seed.Value
+		rewards[reward.MCPRewardName] = mcp.Value
 	}
 	return &episodeScore{total: sc.Value, rewards: rewards, breakdown: reward.Breakdown(sess.srv.reward.Name(), sc)}, nil
 }

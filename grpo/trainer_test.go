@@ -88,7 +88,7 @@ func TestTrainerFullQwenTokenizer(t *testing.T) {
 	tr := &grpo.Trainer{
 		Config: &cfg, Model: m, Tokenizer: tok, Template: tpl, TokenizerDir: "../tokenizer/testdata/qwen2.5",
 		Tasks: tasks, Sandboxes: factories,
-		Rewards: []reward.Func{reward.NewSeed(reward.DefaultSeedConfig())}, Weights: []float64{1},
+		Rewards: []reward.Func{reward.NewMCPReward(reward.DefaultMCPRewardConfig())}, Weights: []float64{1},
 		OnGeneration: func(step int, trajs []*chat.Trajectory, rewards []float64) { gens = append(gens, trajs) },
 	}
 	before, _, err := m.Tensor("model.layers.0.mlp.up_proj.weight")
@@ -116,7 +116,7 @@ func TestTrainerFullQwenTokenizer(t *testing.T) {
 		t.Fatalf("%d metrics lines, want 2", len(recs))
 	}
 	for _, key := range []string{"step", "epoch", "loss", "reward", "reward_std", "frac_reward_zero_std",
-		"completion_length", "clip_ratio/region_mean", "learning_rate", "grad_norm", "rewards/seed/mean",
+		"completion_length", "clip_ratio/region_mean", "learning_rate", "grad_norm", "rewards/compute_mcp_reward/mean",
 		"tools/call_frequency"} {
 		if _, ok := recs[0][key]; !ok {
 			t.Errorf("metrics lack %q: %v", key, recs[0])

@@ -88,7 +88,7 @@ func firstGeneration(t *testing.T, opts sandbox.Options, iters *int) (trajs []*c
 	gc.OutputDir, gc.MaxSteps, gc.NumGenerations, gc.PerDeviceTrainBatchSize = t.TempDir(), 1, 2, 2
 	gc.MaxCompletionLength, gc.MaxPromptLength = 96, 256
 	gc.MaxToolCallingIterations = iters
-	seed, err := reward.NewRegistry().New("seed")
+	seed, err := reward.NewRegistry().New("compute_mcp_reward")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,20 +21,20 @@ import (
 	"github.com/mcprl/mcprl/task"
 )
 
-// SeedFile holds seed settings for a run (mcprl score --seed-config): a
+// MCPRewardFile holds compute_mcp_reward settings for a run (mcprl score --mcp-reward-config): a
 // default overlaid on the user's, and settings per task ID.
-type SeedFile struct {
-	Default SeedConfig            `json:"default"`
-	Tasks   map[string]SeedConfig `json:"tasks"`
+type MCPRewardFile struct {
+	Default MCPRewardConfig            `json:"default"`
+	Tasks   map[string]MCPRewardConfig `json:"tasks"`
 }
 
-// ReadSeedFile reads a SeedFile from JSON.
-func ReadSeedFile(path string) (*SeedFile, error) {
+// ReadMCPRewardFile reads a MCPRewardFile from JSON.
+func ReadMCPRewardFile(path string) (*MCPRewardFile, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	var sf SeedFile
+	var sf MCPRewardFile
 	if err := json.Unmarshal(data, &sf); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -103,9 +103,9 @@ type Completions struct {
 	// number of CPUs).
 	Workers int
 
-	seed *Seed // set when Func is the seed reward alone (fast path)
-	// seedTails are the output line endings of the seed's five outcomes.
-	seedTails map[string][]byte
+	mcp *MCPReward // set when Func is compute_mcp_reward alone (fast path)
+	// mcpTails are the output line endings of compute_mcp_reward's five outcomes.
+	mcpTails map[string][]byte
 }
 
 // LiveSandbox is a sandbox a completion's calls run in, then closed; a
@@ -116,10 +116,10 @@ type LiveSandbox interface {
 	Close() error
 }
 
-// seedTail is the end of an output line, from "reward" on, for a seed result.
-func (s *Completions) seedTail(r SeedResult) []byte {
+// mcpTail is the end of an output line, from "reward" on, for a compute_mcp_reward result.
+func (s *Completions) mcpTail(r MCPRewardResult) []byte {
 	if r.PythonError == "" {
-		if t, ok := s.seedTails[r.Stage]; ok {
+		if t, ok := s.mcpTails[r.Stage]; ok {
 			return t
 		}
 	}
@@ -131,7 +131,7 @@ func (s *Completions) seedTail(r SeedResult) []byte {
 	b = append(b, `,"reward":`...)
 	b = append(b, FormatFloat(sc.Value)...)
 	b = append(b, `,"breakdown":`...)
-	b = append(b, Breakdown("seed", sc)...)
+	b = append(b, Breakdown(MCPRewardName, sc)...)
 	return append(b, "}\n"...)
 }
 
@@ -141,14 +141,14 @@ func (s *Completions) Score(ctx context.Context, in io.Reader, name string, out,
 	if NeedsSandbox(s.Func) && s.Fork == nil {
 		return fmt.Errorf("reward %s runs tool calls against the task's sandbox: no sandboxes to fork", s.Func.Name())
 	}
-	s.seed, s.seedTails = nil, nil
-	if sd, ok := s.Func.(*Seed); ok {
-		s.seed = sd
-		s.seedTails = map[string][]byte{}
-		for _, r := range []SeedResult{{Value: 0.0, Stage: StageNoTag}, {Value: 0.1, Stage: StageBadJSON},
+	s.mcp, s.mcpTails = nil, nil
+	if sd, ok := s.Func.(*MCPReward); ok {
+		s.mcp = sd
+		s.mcpTails = map[string][]byte{}
+		for _, r := range []MCPRewardResult{{Value: 0.0, Stage: StageNoTag}, {Value: 0.1, Stage: StageBadJSON},
 			{Value: -0.5, Stage: StageUnknownTool}, {Value: 0.3 + 0.3, Stage: StageKnownTool},
 			{Value: 0.3 + 0.3 + 0.4, Stage: StageKeyword}} {
-			s.seedTails[r.Stage] = s.seedTail(r)
+			s.mcpTails[r.Stage] = s.mcpTail(r)
 		}
 	}
 	workers := s.Workers
@@ -355,15 +355,15 @@ func lineError(l []byte) string {
 	return e
 }
 
-// Apply sets sf's settings on every seed reward of fn (fn itself, or a
+// Apply sets sf's settings on every compute_mcp_reward of fn (fn itself, or a
 // term of a Weighted).
-func (sf *SeedFile) Apply(fn Func) error {
+func (sf *MCPRewardFile) Apply(fn Func) error {
 	found := false
 	visit := func(f Func) {
-		if s, ok := f.(*Seed); ok {
+		if s, ok := f.(*MCPReward); ok {
 			found = true
 			s.Config = s.Config.Overlay(sf.Default)
-			s.PerTask = func(t *task.Task) (SeedConfig, bool) {
+			s.PerTask = func(t *task.Task) (MCPRewardConfig, bool) {
 				c, ok := sf.Tasks[t.ID]
 				return c, ok
 			}
@@ -376,7 +376,7 @@ func (sf *SeedFile) Apply(fn Func) error {
 		}
 	}
 	if !found {
-		return fmt.Errorf("seed settings given but no seed reward requested")
+		return fmt.Errorf("compute_mcp_reward settings given but no compute_mcp_reward requested")
 	}
 	return nil
 }
@@ -392,16 +392,16 @@ func (s *Completions) score(ctx context.Context, buf []byte, i int, c completion
 	if t == nil && len(s.Tasks) > 0 {
 		return errorLine(buf, i, c, fmt.Sprintf("unknown task_id %q", c.taskID)), nil
 	}
-	if s.seed != nil {
-		if t == nil && s.seed.PerTask != nil {
+	if s.mcp != nil {
+		if t == nil && s.mcp.PerTask != nil {
 			t = &task.Task{ID: c.taskID} // per-task settings by task_id, without a tasks file
 		}
-		r := s.seed.ScoreText(t, c.completion)
+		r := s.mcp.ScoreText(t, c.completion)
 		buf = append(buf, `{"index":`...)
 		buf = strconv.AppendInt(buf, int64(i), 10)
 		buf = append(buf, `,"task_id":`...)
 		buf = appendJSONString(buf, c.taskID)
-		return append(buf, s.seedTail(r)...), nil
+		return append(buf, s.mcpTail(r)...), nil
 	}
 	in := &Input{Task: t}
 	if NeedsSandbox(s.Func) {

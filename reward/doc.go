@@ -2,6 +2,6 @@
 // (its text, tool calls and their results, and the live sandbox it ran in)
 // into a Score with a breakdown; Weighted composes several named Funcs the
 // way TRL sums reward_funcs with reward_weights; a Registry builds them by
-// name ("seed", "assertions", "format", "tool_selection", "execution",
+// name ("compute_mcp_reward", "assertions", "format", "tool_selection", "execution",
 // "hallucination", "verifiable").
 package reward

@@ -8,8 +8,8 @@ import (
 	"github.com/mcprl/mcprl/reward"
 )
 
-func ExampleSeedScore() {
-	cfg := reward.DefaultSeedConfig()
+func ExampleComputeMCPReward() {
+	cfg := reward.DefaultMCPRewardConfig()
 	for _, text := range []string{
 		"I don't know.",
 		`<tool_call>{"name": "query_database", "arguments": {"sql": "SELECT * FROM customers WHERE status = 'INACTIVE'"}}</tool_call>`,
@@ -17,7 +17,7 @@ func ExampleSeedScore() {
 		`<tool_call>{"name": "drop_table"}</tool_call>`,
 		`<tool_call>["query_database"]</tool_call>`,
 	} {
-		r := reward.SeedScore(text, cfg)
+		r := reward.ComputeMCPReward(text, cfg)
 		if r.PythonError != "" {
 			fmt.Println(r.Value, r.Stage, "-", r.PythonError)
 			continue
@@ -48,5 +48,5 @@ func ExampleRegistry_Parse() {
 	fmt.Println(string(reward.Breakdown(f.Name(), s)))
 	// Output:
 	// 0.8999999999999999
-	// {"seed":{"weight":1,"score":0.6,"reason":"known_tool"},"format":{"weight":0.3,"score":1,"reason":"1 well-formed calls"},"hallucination":{"weight":0.5,"score":0}}
+	// {"compute_mcp_reward":{"weight":1,"score":0.6,"reason":"known_tool"},"format":{"weight":0.3,"score":1,"reason":"1 well-formed calls"},"hallucination":{"weight":0.5,"score":0}}
 }

@@ -178,7 +178,7 @@ func TestGuardsAgainstRewardHacking(t *testing.T) {
 			}
 		}
 		// The seed would have paid the keyword stuffing fully.
-		if r := SeedScore(q("SELECT 'inactive'"), DefaultSeedConfig()); r.Value != 1.0 {
+		if r := ComputeMCPReward(q("SELECT 'inactive'"), DefaultMCPRewardConfig()); r.Value != 1.0 {
 			t.Errorf("seed on keyword stuffing: %v", r.Value)
 		}
 		// A hallucinated tool is -0.5 whatever else was right, as in the user's function.

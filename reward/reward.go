@@ -233,14 +233,16 @@ type Maker func() Func
 
 // Registry maps reward names to their makers.
 type Registry struct {
-	makers map[string]Maker
-	docs   map[string]string
+	makers  map[string]Maker
+	docs    map[string]string
+	aliases map[string]string // other accepted name -> registered name
 }
 
 // NewRegistry returns a registry holding every built-in reward.
 func NewRegistry() *Registry {
-	r := &Registry{makers: map[string]Maker{}, docs: map[string]string{}}
-	r.Register("seed", "the user's compute_mcp_reward, exactly (Python semantics)", func() Func { return NewSeed(DefaultSeedConfig()) })
+	r := &Registry{makers: map[string]Maker{}, docs: map[string]string{}, aliases: map[string]string{}}
+	r.Register(MCPRewardName, "the user's compute_mcp_reward, exactly (Python semantics)", func() Func { return NewMCPReward(DefaultMCPRewardConfig()) })
+	r.Alias("seed", MCPRewardName) // its name before it was named after the user's function
 	r.Register("assertions", "fraction of ground_truth_assertions that hold live in the trajectory's sandbox", func() Func { return NewAssertions() })
 	r.Register("format", "fraction of <tool_call> blocks that are well-formed (0 without calls), less repeats and spam", func() Func { return Format{} })
 	r.Register("tool_selection", "the tools the assertions need were called and every call names a catalog tool", func() Func { return ToolSelection{} })
@@ -256,7 +258,11 @@ func (r *Registry) Register(name, doc string, mk Maker) {
 	r.docs[name] = doc
 }
 
-// Names lists the registered rewards, sorted.
+// Alias makes New accept alias for the registered reward name: the Func
+// it builds keeps name (its metrics and breakdowns say name).
+func (r *Registry) Alias(alias, name string) { r.aliases[alias] = name }
+
+// Names lists the registered rewards, sorted (aliases are not listed).
 func (r *Registry) Names() []string {
 	names := make([]string, 0, len(r.makers))
 	for n := range r.makers {
@@ -269,8 +275,11 @@ func (r *Registry) Names() []string {
 // Doc is the one-line description of a registered reward.
 func (r *Registry) Doc(name string) string { return r.docs[name] }
 
-// New builds the reward called name.
+// New builds the reward called name (or an alias of it).
 func (r *Registry) New(name string) (Func, error) {
+	if n, ok := r.aliases[name]; ok {
+		name = n
+	}
 	mk, ok := r.makers[name]
 	if !ok {
 		return nil, fmt.Errorf("unknown reward %q (known: %s)", name, strings.Join(r.Names(), ", "))
@@ -279,7 +288,7 @@ func (r *Registry) New(name string) (Func, error) {
 }
 
 // Parse builds a Func from a comma-separated spec of NAME or NAME:WEIGHT
-// terms ("seed", "format:0.3,tool_selection:0.3,execution:0.4"). A single
+// terms ("compute_mcp_reward", "format:0.3,tool_selection:0.3,execution:0.4"). A single
 // term without a weight is the Func itself; otherwise a Weighted named by
 // the spec. Weights default to 1.
 func (r *Registry) Parse(spec string) (Func, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -48,7 +49,7 @@ func TestSeedWherePythonRaises(t *testing.T) {
 		{`{"name": "query_database"}`, 0.6, ""},
 	}
 	for _, c := range cases {
-		r := SeedScore("<tool_call>"+c.body+"</tool_call>", DefaultSeedConfig())
+		r := ComputeMCPReward("<tool_call>"+c.body+"</tool_call>", DefaultMCPRewardConfig())
 		if r.Value != c.value || r.PythonError != c.err {
 			t.Errorf("%.60s: got %v %q, want %v %q", c.body, r.Value, r.PythonError, c.value, c.err)
 		}
@@ -56,12 +57,12 @@ func TestSeedWherePythonRaises(t *testing.T) {
 }
 
 func TestSeedPerTaskConfig(t *testing.T) {
-	s := NewSeed(SeedConfig{})
-	s.PerTask = func(tk *task.Task) (SeedConfig, bool) {
+	s := NewMCPReward(MCPRewardConfig{})
+	s.PerTask = func(tk *task.Task) (MCPRewardConfig, bool) {
 		if tk.ID == "lint" {
-			return SeedConfig{Catalog: []string{"lookup"}, QueryTool: "lookup", Argument: "q", Keyword: "orders"}, true
+			return MCPRewardConfig{Catalog: []string{"lookup"}, QueryTool: "lookup", Argument: "q", Keyword: "orders"}, true
 		}
-		return SeedConfig{}, false
+		return MCPRewardConfig{}, false
 	}
 	text := `<tool_call>{"name": "lookup", "arguments": {"q": "ORDERS by id"}}</tool_call>`
 	ctx := context.Background()
@@ -75,14 +76,44 @@ func TestSeedPerTaskConfig(t *testing.T) {
 	}
 }
 
+// TestSeedAlias: "seed", the reward's former name, still builds the user's
+// compute_mcp_reward, which reports itself by its name (metrics say
+// rewards/compute_mcp_reward/mean), alone or in a weighted sum.
+func TestSeedAlias(t *testing.T) {
+	r := NewRegistry()
+	f, err := r.New("seed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := f.(*MCPReward); !ok || f.Name() != "compute_mcp_reward" {
+		t.Errorf("New(seed) = %T named %q, want *MCPReward named compute_mcp_reward", f, f.Name())
+	}
+	w, err := r.Parse("seed:2,format:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := `<tool_call>{"name": "query_database", "arguments": {"sql": "SELECT 1"}}</tool_call>`
+	got, err := w.Score(context.Background(), textInput(&task.Task{ID: "t"}, text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Value != 2*0.6+1 || got.Parts[0].Name != "compute_mcp_reward" {
+		t.Errorf("seed:2,format:1 = %v with parts %+v, want 2.2 with compute_mcp_reward first", got.Value, got.Parts)
+	}
+}
+
 func TestRegistryAndWeighted(t *testing.T) {
 	r := NewRegistry()
-	for _, n := range []string{"seed", "assertions", "format", "tool_selection", "execution", "hallucination", "verifiable"} {
+	names := []string{"assertions", "compute_mcp_reward", "execution", "format", "hallucination", "tool_selection", "verifiable"}
+	for _, n := range names {
 		if _, err := r.New(n); err != nil || r.Doc(n) == "" {
 			t.Errorf("%s: %v", n, err)
 		}
 	}
-	if _, err := r.Parse("seed,nope"); err == nil || !strings.Contains(err.Error(), `unknown reward "nope"`) {
+	if got := r.Names(); !slices.Equal(got, names) {
+		t.Errorf("Names() = %v, want %v (no alias listed)", got, names)
+	}
+	if _, err := r.Parse("compute_mcp_reward,nope"); err == nil || !strings.Contains(err.Error(), `unknown reward "nope"`) {
 		t.Errorf("unknown name: %v", err)
 	}
 	if _, err := r.Parse("format:x"); err == nil {
@@ -184,7 +215,7 @@ func FuzzRewards(f *testing.F) {
 				t.Fatalf("%s out of range: %v", p.Name, p.Score.Value)
 			}
 		}
-		if r := SeedScore(text, DefaultSeedConfig()); r.Value != 0 && r.Value != 0.1 && r.Value != -0.5 && r.Value != 0.6 && r.Value != 1.0 {
+		if r := ComputeMCPReward(text, DefaultMCPRewardConfig()); r.Value != 0 && r.Value != 0.1 && r.Value != -0.5 && r.Value != 0.6 && r.Value != 1.0 {
 			t.Fatalf("seed %v", r.Value)
 		}
 		if !json.Valid(Breakdown(fn.Name(), s)) {

@@ -191,7 +191,7 @@ func TestEvalConfig(t *testing.T) {
 	}
 	cfgPath := filepath.Join(t.TempDir(), "eval.yaml")
 	yaml := "tasks: " + abs(exampleTasks) + "\nfixtures: " + abs(fixturesRoot) + "\noutput_dir: " + abs(t.TempDir()) +
-		"\nmax_completion_length: 4096\nmax_tool_calling_iterations: 1\nrewards:\n  - name: seed\n    weight: 1.0\n"
+		"\nmax_completion_length: 4096\nmax_tool_calling_iterations: 1\nrewards:\n  - name: compute_mcp_reward\n    weight: 1.0\n"
 	if err := os.WriteFile(cfgPath, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}

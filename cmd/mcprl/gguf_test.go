@@ -46,7 +46,7 @@ max_completion_length: %d
 `, model, outDir, steps, generations, completion)
 		if grpo {
 			cfg += fmt.Sprintf(`rewards:
-  - name: seed
+  - name: seed  # compute_mcp_reward by its former name, still accepted
 num_generations: %d
 max_tool_calling_iterations: 1
 temperature: 1.0

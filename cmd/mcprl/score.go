@@ -23,7 +23,7 @@ type scoreOptions struct {
 	fixtures    string
 	dsn         string
 	workers     int
-	seedConfig  string
+	mcpConfig   string
 	output      string
 }
 
@@ -42,12 +42,13 @@ Several rewards are summed with their weights: --reward format:0.3,tool_selectio
 
 Rewards that read tool results or the database ("assertions", "execution", "verifiable") run each completion's
 tool calls, in order, in a fresh fork of its task's sandbox (--tasks and --fixtures needed; --dsn for
-PostgreSQL, embedded SQLite otherwise), then check against that fork. "seed" needs neither and is fast.
+PostgreSQL, embedded SQLite otherwise), then check against that fork. "compute_mcp_reward" (the user's function; "seed" is
+accepted for it) needs neither and is fast.
 
 Rewards: ` + rewardList() + `
 
 Example:
-  mcprl score --reward seed --completions completions.jsonl
+  mcprl score --reward compute_mcp_reward --completions completions.jsonl
   mcprl score --reward verifiable --tasks examples/customers/tasks.jsonl --fixtures examples/fixtures --completions c.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -64,13 +65,15 @@ Example:
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.rewards, "reward", "seed", "comma-separated rewards, each NAME or NAME:WEIGHT")
+	f.StringVar(&o.rewards, "reward", reward.MCPRewardName, "comma-separated rewards, each NAME or NAME:WEIGHT")
 	f.StringVar(&o.tasks, "tasks", "", "tasks JSONL (task_id lookup: assertions, per-task settings)")
 	f.StringVar(&o.completions, "completions", "", `completions JSONL, {"task_id", "completion"} per line ("-" for stdin)`)
 	f.StringVar(&o.fixtures, "fixtures", "", "directory of fixture directories (for rewards that run tool calls)")
 	f.StringVar(&o.dsn, "dsn", "", "PostgreSQL DSN for sandboxes (default: embedded SQLite)")
 	f.IntVar(&o.workers, "workers", 0, "completions scored in parallel (default: number of CPUs)")
-	f.StringVar(&o.seedConfig, "seed-config", "", `JSON file of seed settings: {"default": {"catalog": [...], "keyword": "..."}, "tasks": {"ID": {...}}}`)
+	f.StringVar(&o.mcpConfig, "mcp-reward-config", "", `JSON file of compute_mcp_reward settings: {"default": {"catalog": [...], "keyword": "..."}, "tasks": {"ID": {...}}}`)
+	f.StringVar(&o.mcpConfig, "seed-config", "", "former name of --mcp-reward-config")
+	_ = f.MarkDeprecated("seed-config", "use --mcp-reward-config")
 	f.StringVarP(&o.output, "output", "o", "", "write the scores to this file instead of stdout")
 	_ = cmd.MarkFlagRequired("completions")
 	return cmd
@@ -110,13 +113,13 @@ func runScore(ctx context.Context, o scoreOptions, stdout, stderr io.Writer) err
 			sc.Tasks[t.ID] = t
 		}
 	}
-	if o.seedConfig != "" {
-		sf, err := reward.ReadSeedFile(o.seedConfig)
+	if o.mcpConfig != "" {
+		sf, err := reward.ReadMCPRewardFile(o.mcpConfig)
 		if err != nil {
 			return err
 		}
 		if err := sf.Apply(fn); err != nil {
-			return fmt.Errorf("--seed-config: %w", err)
+			return fmt.Errorf("--mcp-reward-config: %w", err)
 		}
 	}
 	if reward.NeedsSandbox(fn) {

@@ -17,7 +17,7 @@ import (
 // BenchmarkScoreSeedVsPython scores the same 50,000 completions with the
 // user's Python function (reward/testdata/seed/harness.py batch: read the
 // JSONL, call compute_mcp_reward on the batch, write one JSON line each)
-// and with `mcprl score --reward seed`, both as whole processes, runs
+// and with `mcprl score --reward compute_mcp_reward`, both as whole processes, runs
 // interleaved so machine load falls on both alike. It checks that the two
 // agree on every reward and reports each side's median wall and CPU time
 // and the speed-ups. Run: scripts/bench-seed.sh (or go test ./cmd/mcprl
@@ -55,7 +55,7 @@ func BenchmarkScoreSeedVsPython(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		w, c := run(pyOut, py, filepath.Join(seedDir, "harness.py"), "batch", corpus)
 		pyWall, pyCPU = append(pyWall, w), append(pyCPU, c)
-		w, c = run(goOut, bin, "score", "--reward", "seed", "--completions", corpus, "-o", "/dev/stdout")
+		w, c = run(goOut, bin, "score", "--reward", "compute_mcp_reward", "--completions", corpus, "-o", "/dev/stdout")
 		goWall, goCPU = append(goWall, w), append(goCPU, c)
 	}
 	b.StopTimer()
@@ -109,7 +109,7 @@ func BenchmarkScoreSeedInProcess(b *testing.B) {
 	_, corpus := benchCorpus(b, py, b.TempDir())
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := runScore(context.Background(), scoreOptions{rewards: "seed", completions: corpus, workers: 1}, io.Discard, io.Discard); err != nil {
+		if err := runScore(context.Background(), scoreOptions{rewards: "compute_mcp_reward", completions: corpus, workers: 1}, io.Discard, io.Discard); err != nil {
 			b.Fatal(err)
 		}
 	}

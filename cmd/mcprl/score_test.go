@@ -52,18 +52,20 @@ func runScoreCmd(t *testing.T, o scoreOptions) ([]scoreLine, string) {
 	return parseScores(t, out.Bytes()), errOut.String()
 }
 
-// TestScoreSeedCorpus: every line of the parity corpus scored in input
-// order, equal to reward.SeedScore, the same with 1 and 4 workers.
-func TestScoreSeedCorpus(t *testing.T) {
+// TestScoreMCPRewardCorpus: every line of the parity corpus scored in input
+// order, equal to reward.ComputeMCPReward, the same with 1 and 4 workers,
+// and with the reward's former name, seed.
+func TestScoreMCPRewardCorpus(t *testing.T) {
 	data, err := os.ReadFile(seedCorpus)
 	if err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	one, _ := runScoreCmd(t, scoreOptions{rewards: "seed", completions: seedCorpus, workers: 1})
-	four, _ := runScoreCmd(t, scoreOptions{rewards: "seed", completions: seedCorpus, workers: 4})
-	if len(one) != len(lines) || len(four) != len(lines) {
-		t.Fatalf("%d lines in, %d and %d out", len(lines), len(one), len(four))
+	one, _ := runScoreCmd(t, scoreOptions{rewards: "compute_mcp_reward", completions: seedCorpus, workers: 1})
+	four, _ := runScoreCmd(t, scoreOptions{rewards: "compute_mcp_reward", completions: seedCorpus, workers: 4})
+	alias, _ := runScoreCmd(t, scoreOptions{rewards: "seed", completions: seedCorpus, workers: 2})
+	if len(one) != len(lines) || len(four) != len(lines) || len(alias) != len(lines) {
+		t.Fatalf("%d lines in, %d, %d and %d out", len(lines), len(one), len(four), len(alias))
 	}
 	for i, l := range lines {
 		v, err := pycompat.Loads(l)
@@ -71,9 +73,9 @@ func TestScoreSeedCorpus(t *testing.T) {
 			t.Fatal(err)
 		}
 		c, _ := v.Get("completion")
-		want := reward.SeedScore(c.Str, reward.DefaultSeedConfig()).Value
-		for _, got := range []scoreLine{one[i], four[i]} {
-			if got.Index != i || got.Reward == nil || *got.Reward != want || got.TaskID != "seed" || got.Breakdown["seed"] == nil {
+		want := reward.ComputeMCPReward(c.Str, reward.DefaultMCPRewardConfig()).Value
+		for _, got := range []scoreLine{one[i], four[i], alias[i]} {
+			if got.Index != i || got.Reward == nil || *got.Reward != want || got.TaskID != "seed" || got.Breakdown["compute_mcp_reward"] == nil {
 				t.Fatalf("line %d: %+v, want reward %v", i+1, got, want)
 			}
 		}
@@ -95,7 +97,7 @@ func TestScoreBadLines(t *testing.T) {
 	if err := os.WriteFile(in, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, stderr := runScoreCmd(t, scoreOptions{rewards: "seed", completions: in})
+	got, stderr := runScoreCmd(t, scoreOptions{rewards: "compute_mcp_reward", completions: in})
 	if len(got) != 5 {
 		t.Fatalf("want 5 output lines (blank line skipped), got %+v", got)
 	}
@@ -171,8 +173,8 @@ func TestScoreLive(t *testing.T) {
 	}
 }
 
-// TestScoreSeedConfig: the seed's catalog and keyword set per task.
-func TestScoreSeedConfig(t *testing.T) {
+// TestScoreMCPRewardConfig: compute_mcp_reward's catalog and keyword set per task.
+func TestScoreMCPRewardConfig(t *testing.T) {
 	dir := t.TempDir()
 	in, cfg := filepath.Join(dir, "c.jsonl"), filepath.Join(dir, "seed.json")
 	text := `<tool_call>{"name": "lookup", "arguments": {"sql": "SELECT * FROM orders"}}</tool_call>`
@@ -184,11 +186,11 @@ func TestScoreSeedConfig(t *testing.T) {
 	}
 	os.WriteFile(in, []byte(b.String()), 0o644)
 	os.WriteFile(cfg, []byte(`{"default": {"catalog": ["lookup", "query_database"]}, "tasks": {"orders": {"query_tool": "lookup", "keyword": "orders"}}}`), 0o644)
-	got, _ := runScoreCmd(t, scoreOptions{rewards: "seed", completions: in, seedConfig: cfg})
+	got, _ := runScoreCmd(t, scoreOptions{rewards: "compute_mcp_reward", completions: in, mcpConfig: cfg})
 	if *got[0].Reward != 1.0 || *got[1].Reward != 0.6 {
-		t.Errorf("per-task seed config: %v %v", *got[0].Reward, *got[1].Reward)
+		t.Errorf("per-task compute_mcp_reward config: %v %v", *got[0].Reward, *got[1].Reward)
 	}
-	got, _ = runScoreCmd(t, scoreOptions{rewards: "seed", completions: in})
+	got, _ = runScoreCmd(t, scoreOptions{rewards: "compute_mcp_reward", completions: in})
 	if *got[0].Reward != -0.5 {
 		t.Errorf("default catalog: %v", *got[0].Reward)
 	}

@@ -23,7 +23,7 @@ func trainConfig(t *testing.T, steps int) string {
 tasks: ../../examples/customers/quick_tasks.jsonl
 fixtures: ../../examples/fixtures
 rewards:
-  - name: seed
+  - name: compute_mcp_reward
 learning_rate: 5.0e-4
 max_steps: %d
 per_device_train_batch_size: 4

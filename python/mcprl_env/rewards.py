@@ -39,7 +39,7 @@ def compute_mcp_reward(completions: list[Completion], environments: list[Any] | 
     Qwen2.5's chat template writes them. With TRL's ``environments`` (``environment_factory=Environment``) this
     also ends each rollout's episode, scored on the same text.
     """
-    return _score("seed", completions, environments, kwargs)
+    return _score("compute_mcp_reward", completions, environments, kwargs)
 
 
 def server_reward(name: str) -> Callable[..., list[float]]:

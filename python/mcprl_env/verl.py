@@ -122,7 +122,7 @@ def compute_score(
     """verl's ``custom_reward_function``: the server's reward for a rollout's text, its calls replayed in a fork.
 
     The task is ``extra_info``'s ``task_id`` (or its inline fields); ``ground_truth``, when a list, is the task's
-    ``ground_truth_assertions``. ``extra_info["reward"]`` picks one of the server's rewards by name (``seed``,
+    ``ground_truth_assertions``. ``extra_info["reward"]`` picks one of the server's rewards by name (``compute_mcp_reward``,
     ``assertions``, ...); by default the server's configured reward.
     """
     info = dict(extra_info or {})

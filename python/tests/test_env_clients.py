@@ -77,7 +77,7 @@ def test_environment_is_what_trl_needs(server: str) -> None:
 
 
 def test_rewards_equal_mcprl_score(server: str, mcprl: pathlib.Path, tmp_path: pathlib.Path) -> None:
-    """compute_mcp_reward (through the rollouts' episodes, and without them) equals `mcprl score --reward seed`
+    """compute_mcp_reward (through the rollouts' episodes, and without them) equals `mcprl score --reward compute_mcp_reward`
     on the same texts, and assertions_reward equals `mcprl score --reward assertions` (calls replayed)."""
     task = tasks()[0]
     texts = [
@@ -111,7 +111,7 @@ def test_rewards_equal_mcprl_score(server: str, mcprl: pathlib.Path, tmp_path: p
         out = run_mcprl(mcprl, "score", "--reward", name, "--tasks", taskfile, "--fixtures", fixtures, "--completions", str(comp))
         return [json.loads(line)["reward"] for line in out.splitlines()]
 
-    assert seed == score("seed") == alone
+    assert seed == score("compute_mcp_reward") == score("seed") == alone
     assert seed == [1.0, 0.6, -0.5, 0.1, 0.0]
     assert assertions == score("assertions") == alone_assertions
     assert assertions[0] == 1.0
@@ -174,7 +174,7 @@ def test_verl_tool_keyed_by_request(server: str) -> None:
     assert "\n3\n" in a and "\n0\n" in b
     assert compute_score("mcprl", golden_text(task), task["ground_truth_assertions"], {"task_id": task["id"]}) == 1.0
     assert compute_score("mcprl", "I did nothing.", task["ground_truth_assertions"], {"task_id": task["id"]}) == 0.0
-    seed = compute_score("mcprl", golden_text(task), None, {"task_id": task["id"], "reward": "seed"})
+    seed = compute_score("mcprl", golden_text(task), None, {"task_id": task["id"], "reward": "compute_mcp_reward"})
     assert seed == 1.0  # the golden's first query names "inactive": the user's full score
 
 

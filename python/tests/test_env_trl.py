@@ -85,7 +85,7 @@ def test_users_script_trains_two_steps(mcprl: pathlib.Path, tmp_path: pathlib.Pa
     assert after["open_forks"] <= 16  # only the last batch's episodes are still open (TRL reuses its instances)
 
     # The rewards TRL logged are mcprl's scoring of the same completions: the ids TRL sampled, decoded, scored
-    # by `mcprl score --reward seed` (the completion's first <tool_call> is the model's own text).
+    # by `mcprl score --reward compute_mcp_reward` (the completion's first <tool_call> is the model's own text).
     task_id = json.loads(TASKS.read_text().splitlines()[0])["id"]
     for (ids, rewards), log in zip(recorded, logs, strict=True):
         comp = tmp_path / "completions.jsonl"
@@ -93,7 +93,7 @@ def test_users_script_trains_two_steps(mcprl: pathlib.Path, tmp_path: pathlib.Pa
             for seq in ids:
                 text = tokenizer.decode(seq, skip_special_tokens=False)
                 f.write(json.dumps({"task_id": task_id, "completion": text}) + "\n")
-        out = run_mcprl(mcprl, "score", "--reward", "seed", "--completions", str(comp))
+        out = run_mcprl(mcprl, "score", "--reward", "compute_mcp_reward", "--completions", str(comp))
         scored = [json.loads(line)["reward"] for line in out.splitlines()]
         assert rewards == scored
         assert log["rewards/compute_mcp_reward/mean"] == pytest.approx(sum(scored) / len(scored), abs=1e-6)

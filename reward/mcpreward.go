@@ -9,9 +9,9 @@ import (
 	"github.com/mcprl/mcprl/task"
 )
 
-// SeedConfig holds what the user's function hard-codes: the tool catalog,
+// MCPRewardConfig holds what the user's function hard-codes: the tool catalog,
 // and the tool, argument and keyword of the +0.4 check.
-type SeedConfig struct {
+type MCPRewardConfig struct {
 	Catalog   []string `json:"catalog,omitempty"`
 	QueryTool string   `json:"query_tool,omitempty"`
 	Argument  string   `json:"argument,omitempty"`
@@ -21,14 +21,14 @@ type SeedConfig struct {
 	MaxDepth int `json:"max_depth,omitempty"`
 }
 
-// DefaultSeedConfig is the user's: ["query_database", "run_linter"], and
+// DefaultMCPRewardConfig is the user's: ["query_database", "run_linter"], and
 // +0.4 when query_database's "sql" contains "inactive" (after .lower()).
-func DefaultSeedConfig() SeedConfig {
-	return SeedConfig{Catalog: []string{task.ToolQueryDatabase, task.ToolRunLinter}, QueryTool: task.ToolQueryDatabase, Argument: "sql", Keyword: "inactive"}
+func DefaultMCPRewardConfig() MCPRewardConfig {
+	return MCPRewardConfig{Catalog: []string{task.ToolQueryDatabase, task.ToolRunLinter}, QueryTool: task.ToolQueryDatabase, Argument: "sql", Keyword: "inactive"}
 }
 
 // Overlay returns c with every field that over sets (non-empty, non-zero) replacing c's.
-func (c SeedConfig) Overlay(over SeedConfig) SeedConfig {
+func (c MCPRewardConfig) Overlay(over MCPRewardConfig) MCPRewardConfig {
 	if over.Catalog != nil {
 		c.Catalog = over.Catalog
 	}
@@ -48,16 +48,16 @@ func (c SeedConfig) Overlay(over SeedConfig) SeedConfig {
 }
 
 // withDefaults fills empty fields from the user's configuration.
-func (c SeedConfig) withDefaults() SeedConfig {
+func (c MCPRewardConfig) withDefaults() MCPRewardConfig {
 	if c.Catalog != nil && c.QueryTool != "" && c.Argument != "" && c.Keyword != "" && c.MaxDepth != 0 {
 		return c
 	}
-	d := DefaultSeedConfig()
+	d := DefaultMCPRewardConfig()
 	d.MaxDepth = pycompat.DefaultMaxDepth
 	return d.Overlay(c)
 }
 
-// The seed's stages: how far a completion got through compute_mcp_reward.
+// The stages of compute_mcp_reward: how far a completion got through compute_mcp_reward.
 const (
 	StageNoTag       = "no_tag"       // 0.0: no <tool_call>...</tool_call>
 	StageBadJSON     = "bad_json"     // 0.1: json.loads raised JSONDecodeError
@@ -66,8 +66,8 @@ const (
 	StageKeyword     = "keyword"      // 1.0: query_database SQL contains the keyword
 )
 
-// SeedResult is the outcome of compute_mcp_reward on one completion.
-type SeedResult struct {
+// MCPRewardResult is the outcome of compute_mcp_reward on one completion.
+type MCPRewardResult struct {
 	Value float64
 	Stage string
 	// PythonError is the exception the Python function raises on this
@@ -82,21 +82,21 @@ type SeedResult struct {
 	PythonError string
 }
 
-// SeedScore is the user's compute_mcp_reward for one completion text,
+// ComputeMCPReward is the user's compute_mcp_reward for one completion text,
 // reproduced with CPython 3.11's semantics: re.search(r"<tool_call>(.*?)</tool_call>", text, re.DOTALL)
 // takes the first opening tag and the first closing tag after it;
 // .strip() removes Python's whitespace set; json.loads follows pycompat;
 // `name not in catalog` is str equality; .lower() is Python's full mapping.
-func SeedScore(text string, cfg SeedConfig) SeedResult {
+func ComputeMCPReward(text string, cfg MCPRewardConfig) MCPRewardResult {
 	const open, close = "<tool_call>", "</tool_call>"
 	i := strings.Index(text, open)
 	if i < 0 {
-		return SeedResult{Value: 0.0, Stage: StageNoTag}
+		return MCPRewardResult{Value: 0.0, Stage: StageNoTag}
 	}
 	body := text[i+len(open):]
 	j := strings.Index(body, close)
 	if j < 0 {
-		return SeedResult{Value: 0.0, Stage: StageNoTag}
+		return MCPRewardResult{Value: 0.0, Stage: StageNoTag}
 	}
 	raw := pycompat.Strip(body[:j])
 	depth := cfg.MaxDepth
@@ -105,7 +105,7 @@ func SeedScore(text string, cfg SeedConfig) SeedResult {
 	}
 	obj, err := pycompat.LoadsCall(raw, cfg.Argument, depth)
 	if err != nil {
-		r := SeedResult{Value: 0.1, Stage: StageBadJSON}
+		r := MCPRewardResult{Value: 0.1, Stage: StageBadJSON}
 		if pe, ok := err.(*pycompat.Error); ok && pe.Class != pycompat.JSONDecodeError {
 			r.PythonError = pe.Error()
 		}
@@ -114,7 +114,7 @@ func SeedScore(text string, cfg SeedConfig) SeedResult {
 	score := 0.0
 	score += 0.3
 	if obj.Kind != pycompat.DictKind {
-		return SeedResult{Value: 0.1, Stage: StageBadJSON, PythonError: attrError(obj.Kind, "get")}
+		return MCPRewardResult{Value: 0.1, Stage: StageBadJSON, PythonError: attrError(obj.Kind, "get")}
 	}
 	known := false
 	if obj.Name.Present && obj.Name.Kind == pycompat.StrKind {
@@ -126,52 +126,57 @@ func SeedScore(text string, cfg SeedConfig) SeedResult {
 		}
 	}
 	if !known {
-		return SeedResult{Value: -0.5, Stage: StageUnknownTool}
+		return MCPRewardResult{Value: -0.5, Stage: StageUnknownTool}
 	}
 	score += 0.3
 	if obj.Name.Str != cfg.QueryTool {
-		return SeedResult{Value: score, Stage: StageKnownTool}
+		return MCPRewardResult{Value: score, Stage: StageKnownTool}
 	}
 	if !obj.Args.Present {
-		return SeedResult{Value: score, Stage: StageKnownTool} // {}.get("sql", "") is ""
+		return MCPRewardResult{Value: score, Stage: StageKnownTool} // {}.get("sql", "") is ""
 	}
 	if obj.Args.Kind != pycompat.DictKind {
-		return SeedResult{Value: score, Stage: StageKnownTool, PythonError: attrError(obj.Args.Kind, "get")}
+		return MCPRewardResult{Value: score, Stage: StageKnownTool, PythonError: attrError(obj.Args.Kind, "get")}
 	}
 	if !obj.Arg.Present {
-		return SeedResult{Value: score, Stage: StageKnownTool}
+		return MCPRewardResult{Value: score, Stage: StageKnownTool}
 	}
 	if obj.Arg.Kind != pycompat.StrKind {
-		return SeedResult{Value: score, Stage: StageKnownTool, PythonError: attrError(obj.Arg.Kind, "lower")}
+		return MCPRewardResult{Value: score, Stage: StageKnownTool, PythonError: attrError(obj.Arg.Kind, "lower")}
 	}
 	if strings.Contains(pycompat.Lower(obj.Arg.Str), cfg.Keyword) {
 		score += 0.4
-		return SeedResult{Value: score, Stage: StageKeyword}
+		return MCPRewardResult{Value: score, Stage: StageKeyword}
 	}
-	return SeedResult{Value: score, Stage: StageKnownTool}
+	return MCPRewardResult{Value: score, Stage: StageKnownTool}
 }
 
 func attrError(k pycompat.Kind, attr string) string {
 	return fmt.Sprintf("AttributeError: '%s' object has no attribute '%s'", k.TypeName(), attr)
 }
 
-// Seed is the user's compute_mcp_reward as a Func, over the concatenated
+// MCPRewardName is the name of the user's reward function, compute_mcp_reward:
+// its registry name, its key in metrics (rewards/compute_mcp_reward/mean) and
+// breakdowns. Configs and --reward also accept its former name, "seed".
+const MCPRewardName = "compute_mcp_reward"
+
+// MCPReward is the user's compute_mcp_reward as a Func, over the concatenated
 // assistant text of the trajectory.
-type Seed struct {
-	Config SeedConfig
+type MCPReward struct {
+	Config MCPRewardConfig
 	// PerTask, when set, gives a task its own configuration (empty fields
 	// fall back to Config).
-	PerTask func(*task.Task) (SeedConfig, bool)
+	PerTask func(*task.Task) (MCPRewardConfig, bool)
 }
 
-// NewSeed returns the seed reward with cfg (empty fields: the user's).
-func NewSeed(cfg SeedConfig) *Seed { return &Seed{Config: cfg.withDefaults()} }
+// NewMCPReward returns the compute_mcp_reward reward with cfg (empty fields: the user's).
+func NewMCPReward(cfg MCPRewardConfig) *MCPReward { return &MCPReward{Config: cfg.withDefaults()} }
 
 // Name implements Func.
-func (s *Seed) Name() string { return "seed" }
+func (s *MCPReward) Name() string { return MCPRewardName }
 
 // ConfigFor returns the configuration applied to t.
-func (s *Seed) ConfigFor(t *task.Task) SeedConfig {
+func (s *MCPReward) ConfigFor(t *task.Task) MCPRewardConfig {
 	cfg := s.Config.withDefaults()
 	if s.PerTask != nil && t != nil {
 		if c, ok := s.PerTask(t); ok {
@@ -182,17 +187,17 @@ func (s *Seed) ConfigFor(t *task.Task) SeedConfig {
 }
 
 // ScoreText is compute_mcp_reward on one completion text of task t.
-func (s *Seed) ScoreText(t *task.Task, text string) SeedResult {
-	return SeedScore(text, s.ConfigFor(t))
+func (s *MCPReward) ScoreText(t *task.Task, text string) MCPRewardResult {
+	return ComputeMCPReward(text, s.ConfigFor(t))
 }
 
 // Score implements Func.
-func (s *Seed) Score(ctx context.Context, in *Input) (Score, error) {
+func (s *MCPReward) Score(ctx context.Context, in *Input) (Score, error) {
 	text := ""
 	if in.Trajectory != nil {
 		text = in.Trajectory.Completion()
 	}
-	r := SeedScore(text, s.ConfigFor(in.Task))
+	r := ComputeMCPReward(text, s.ConfigFor(in.Task))
 	reason := r.Stage
 	if r.PythonError != "" {
 		reason += " (Python raises " + r.PythonError + ")"

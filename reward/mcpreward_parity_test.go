@@ -80,7 +80,7 @@ func runHarness(t *testing.T, py string, args ...string) []pyResult {
 }
 
 // documentedScore is the score mcprl gives where Python raises (see
-// SeedResult), by the line of compute_mcp_reward that raised.
+// MCPRewardResult), by the line of compute_mcp_reward that raised.
 func documentedScore(t *testing.T, at string) float64 {
 	switch at {
 	case "call_obj = json.loads(raw_json)", `tool_name = call_obj.get("name")`:
@@ -106,13 +106,13 @@ func TestSeedParityWithPython(t *testing.T) {
 	configs := []struct {
 		name string
 		args []string
-		cfg  SeedConfig
+		cfg  MCPRewardConfig
 	}{
-		{"user", nil, DefaultSeedConfig()},
+		{"user", nil, DefaultMCPRewardConfig()},
 		{"final-sigma", []string{"--keyword", "e\u03c2", "--catalog", "lookup,query_database"},
-			SeedConfig{Catalog: []string{"lookup", "query_database"}, Keyword: "e\u03c2"}},
+			MCPRewardConfig{Catalog: []string{"lookup", "query_database"}, Keyword: "e\u03c2"}},
 		{"dotted-i", []string{"--keyword", "i\u0307n", "--catalog", "query_database"},
-			SeedConfig{Catalog: []string{"query_database"}, Keyword: "i\u0307n"}},
+			MCPRewardConfig{Catalog: []string{"query_database"}, Keyword: "i\u0307n"}},
 	}
 	for _, c := range configs {
 		t.Run(c.name, func(t *testing.T) {
@@ -123,7 +123,7 @@ func TestSeedParityWithPython(t *testing.T) {
 			cfg := c.cfg.withDefaults()
 			raised, mismatches := 0, 0
 			for i, text := range texts {
-				got := SeedScore(text, cfg)
+				got := ComputeMCPReward(text, cfg)
 				w := want[i]
 				if w.Error != "" {
 					raised++
