@@ -89,31 +89,6 @@ func Advantages(rewards []float64, numGenerations int, scale ScaleRewards) (*Adv
 	return st, nil
 }
 
-// WeightedRewards sums per-function rewards with their weights, as TRL's nansum over reward functions:
-// perFunc[i][k] is completion i's reward from function k (NaN: the function did not apply). A completion
-// for which every function returned NaN gets NaN (unscorable).
-func WeightedRewards(perFunc [][]float64, weights []float64) ([]float64, error) {
-	out := make([]float64, len(perFunc))
-	for i, row := range perFunc {
-		if len(row) != len(weights) {
-			return nil, fmt.Errorf("weighted rewards: completion %d has %d rewards, want %d (one per weight)", i, len(row), len(weights))
-		}
-		sum, any := 0.0, false
-		for k, r := range row {
-			if math.IsNaN(r) {
-				continue
-			}
-			sum += r * weights[k]
-			any = true
-		}
-		if !any && len(row) > 0 {
-			sum = math.NaN()
-		}
-		out[i] = sum
-	}
-	return out, nil
-}
-
 // nanMean is torch.nanmean: the mean of the non-NaN values (NaN if there are none).
 func nanMean(x []float64) float64 {
 	sum, n := 0.0, 0

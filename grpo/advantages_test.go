@@ -2,7 +2,6 @@ package grpo
 
 import (
 	"fmt"
-	"math"
 	"testing"
 )
 
@@ -49,20 +48,6 @@ func TestAdvantagesErrors(t *testing.T) {
 	}
 	if _, err := Advantages([]float64{1, 2}, 2, "mean"); err == nil {
 		t.Error("scale_rewards mean: want an error")
-	}
-}
-
-func TestWeightedRewards(t *testing.T) {
-	nan := math.NaN()
-	got, err := WeightedRewards([][]float64{{1, 0.5}, {nan, 2}, {nan, nan}}, []float64{2, -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got[0] != 1.5 || got[1] != -2 || !math.IsNaN(got[2]) {
-		t.Errorf("WeightedRewards = %v, want [1.5 -2 NaN]", got)
-	}
-	if _, err := WeightedRewards([][]float64{{1}}, []float64{1, 1}); err == nil {
-		t.Error("row shorter than weights: want an error")
 	}
 }
 

@@ -244,7 +244,7 @@ func (t *Trainer) generate(ctx context.Context, st *train.State) (*generation, e
 		for i, it := range got {
 			rows[i] = it.scores
 		}
-		summed, err := WeightedRewards(rows, t.Weights)
+		summed, err := reward.WeightedSums(rows, t.Weights)
 		if err != nil {
 			return nil, err
 		}
@@ -273,7 +273,7 @@ func (t *Trainer) generate(ctx context.Context, st *train.State) (*generation, e
 			}
 		}
 	}
-	rewards, err := WeightedRewards(rows, t.Weights)
+	rewards, err := reward.WeightedSums(rows, t.Weights)
 	if err != nil {
 		return nil, err
 	}

@@ -166,8 +166,8 @@ type Term struct {
 // Vetoer is implemented by Funcs whose non-zero score replaces the total.
 type Vetoer interface{ IsVeto() bool }
 
-// Weighted is the weighted sum of its terms, with each part named in the
-// breakdown.
+// Weighted is a reward composed of named terms: their WeightedSum, with
+// vetoes, each part named in the breakdown.
 type Weighted struct {
 	name  string
 	terms []Term
@@ -200,30 +200,25 @@ func (w *Weighted) NeedsSandbox() bool {
 	return false
 }
 
-// Score implements Func: sum of weight*score over the terms, unless a veto
-// term scored non-zero.
+// Score implements Func: WeightedSum of the terms' scores with their
+// vetoes; every term is scored, and named in the breakdown.
 func (w *Weighted) Score(ctx context.Context, in *Input) (Score, error) {
 	var out Score
-	total := 0.0
-	veto := ""
-	for _, t := range w.terms {
+	scores := make([]float64, len(w.terms))
+	weights := make([]float64, len(w.terms))
+	vetoes := make([]bool, len(w.terms))
+	for i, t := range w.terms {
 		s, err := t.Func.Score(ctx, in)
 		if err != nil {
 			return Score{}, fmt.Errorf("reward %s: %w", t.Func.Name(), err)
 		}
 		out.Parts = append(out.Parts, Part{Name: t.Func.Name(), Weight: t.Weight, Score: s})
-		if t.Veto && s.Value != 0 && veto == "" {
-			veto = t.Func.Name()
-			total = t.Weight * s.Value
-			continue
-		}
-		if veto == "" {
-			total += t.Weight * s.Value
-		}
+		scores[i], weights[i], vetoes[i] = s.Value, t.Weight, t.Veto
 	}
-	out.Value = total
-	if veto != "" {
-		out.Reason = "vetoed by " + veto
+	var by int
+	out.Value, by = WeightedSum(scores, weights, vetoes)
+	if by >= 0 {
+		out.Reason = "vetoed by " + w.terms[by].Func.Name()
 	}
 	return out, nil
 }
