@@ -15,6 +15,7 @@ import (
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/vm"
 	"github.com/mcprl/mcprl/chat"
+	"github.com/mcprl/mcprl/sandbox/sqllex"
 	"github.com/mcprl/mcprl/task"
 )
 
@@ -126,33 +127,12 @@ func exitCode(c chat.CallResult) (int, bool) {
 // IsSQL reports whether an assertion is a SQL query (its first word, past
 // comments and parentheses, is SELECT or WITH).
 func IsSQL(a string) bool {
-	s := strings.TrimSpace(a)
-	for {
-		switch {
-		case strings.HasPrefix(s, "--"):
-			if i := strings.IndexByte(s, '\n'); i >= 0 {
-				s = strings.TrimSpace(s[i+1:])
-				continue
-			}
-			return false
-		case strings.HasPrefix(s, "/*"):
-			if i := strings.Index(s, "*/"); i >= 0 {
-				s = strings.TrimSpace(s[i+2:])
-				continue
-			}
-			return false
-		case strings.HasPrefix(s, "("):
-			s = strings.TrimSpace(s[1:])
-			continue
-		}
-		break
+	stmts, _ := sqllex.Split(a, sqllex.Options{Dialect: sqllex.SQLite, Lenient: true})
+	if len(stmts) == 0 {
+		return false
 	}
-	end := 0
-	for end < len(s) && (s[end] >= 'a' && s[end] <= 'z' || s[end] >= 'A' && s[end] <= 'Z') {
-		end++
-	}
-	w := strings.ToUpper(s[:end])
-	return (w == "SELECT" || w == "WITH") && (end == len(s) || !isWordByte(s[end]))
+	w := stmts[0].FirstWord()
+	return w == "select" || w == "with"
 }
 
 func isWordByte(c byte) bool {

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcprl/mcprl/sandbox/sqllex"
 )
 
 // workspace writes files (name -> content) into a new temp workspace.
@@ -300,23 +302,39 @@ func waitGone(t *testing.T, pid int) {
 	t.Errorf("process %d outlived its linter's timeout", pid)
 }
 
+// TestSplitSQL: statements with their lines, split at top-level semicolons
+// as each dialect reads them: quotes, comments, PostgreSQL's dollar quotes,
+// SQLite's trigger bodies.
 func TestSplitSQL(t *testing.T) {
-	src := "-- header; not a statement\nSELECT 'a;b', \"c;d\" FROM t; /* x; */ SELECT 2\n;\n\nCREATE FUNCTION f() RETURNS int AS $fn$ SELECT 1; $fn$ LANGUAGE sql;\n" +
-		"CREATE TRIGGER tr AFTER INSERT ON t BEGIN\n  UPDATE t SET a = 1;\n  DELETE FROM u;\nEND;\nSELECT 'it''s'; -- tail\n-- only a comment\n"
-	got := splitSQL(src)
-	want := []struct {
+	type want struct {
 		line   int
 		prefix string
-	}{{2, "SELECT 'a;b'"}, {2, "SELECT 2"}, {5, "CREATE FUNCTION"}, {6, "CREATE TRIGGER"}, {10, "SELECT 'it''s'"}}
-	if len(got) != len(want) {
-		t.Fatalf("got %d statements: %+v", len(got), got)
 	}
-	for i, w := range want {
-		if got[i].Line != w.line || !strings.HasPrefix(got[i].Text, w.prefix) {
-			t.Errorf("statement %d = line %d %q, want line %d %q", i, got[i].Line, got[i].Text, w.line, w.prefix)
+	for _, c := range []struct {
+		d    sqllex.Dialect
+		src  string
+		want []want
+	}{
+		{sqllex.SQLite, "-- header; not a statement\nSELECT 'a;b', \"c;d\" FROM t; /* x; */ SELECT 2\n;\n\n" +
+			"CREATE TRIGGER tr AFTER INSERT ON t BEGIN\n  UPDATE t SET a = 1;\n  DELETE FROM u;\nEND;\nSELECT 'it''s'; -- tail\n-- only a comment\n",
+			[]want{{2, "SELECT 'a;b'"}, {2, "SELECT 2"}, {5, "CREATE TRIGGER"}, {9, "SELECT 'it''s'"}}},
+		{sqllex.PostgreSQL, "SELECT 1;\nCREATE FUNCTION f() RETURNS int AS $fn$ SELECT 1; $fn$ LANGUAGE sql;\n  SELECT 'open",
+			[]want{{1, "SELECT 1"}, {2, "CREATE FUNCTION"}, {3, "SELECT 'open"}}},
+	} {
+		got := splitSQL(c.src, c.d)
+		if len(got) != len(c.want) {
+			t.Fatalf("got %d statements: %+v", len(got), got)
 		}
-	}
-	if !strings.HasSuffix(got[3].Text, "END") {
-		t.Errorf("trigger body was split: %q", got[3].Text)
+		for i, w := range c.want {
+			if got[i].Line != w.line || !strings.HasPrefix(got[i].Text, w.prefix) {
+				t.Errorf("statement %d = line %d %q, want line %d %q", i, got[i].Line, got[i].Text, w.line, w.prefix)
+			}
+		}
+		if c.d == sqllex.SQLite && !strings.HasSuffix(got[2].Text, "END") {
+			t.Errorf("trigger body was split: %q", got[2].Text)
+		}
+		if c.d == sqllex.PostgreSQL && (got[2].Col != 3 || got[2].Off != strings.Index(c.src, "SELECT 'open")) {
+			t.Errorf("last statement at column %d, offset %d", got[2].Col, got[2].Off)
+		}
 	}
 }

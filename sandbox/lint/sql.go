@@ -42,10 +42,10 @@ func bareName(name string) string {
 func lintSQL(ctx context.Context, rel string, src []byte, dbs Databases) (*Result, error) {
 	res := &Result{Path: rel, Linter: "sql"}
 	text := string(src)
-	stmts := splitSQL(text)
 	if dbs.Scratch == nil || dbs.Live == nil {
 		return nil, fmt.Errorf("lint: SQL linting needs a scratch and a live database")
 	}
+	stmts := splitSQL(text, dbs.Live.Dialect())
 	scratch, err := dbs.Scratch(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("lint: scratch database: %w", err)

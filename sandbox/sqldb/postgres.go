@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/mcprl/mcprl/sandbox/sqllex"
 )
 
 // PolicyRole is the NOLOGIN role the policy's SQL runs as on PostgreSQL. It
@@ -241,6 +242,8 @@ func readSequences(ctx context.Context, c *pgconn.PgConn, slot string) ([]pgSeq,
 	return seqs, nil
 }
 
+func (t *pgTemplate) dialect() sqllex.Dialect { return sqllex.PostgreSQL }
+
 func (t *pgTemplate) fork(ctx context.Context) (forkConn, error) {
 	t.mu.Lock()
 	if t.closed {
@@ -407,13 +410,13 @@ var pgDDLModifiers = map[string]bool{"or": true, "replace": true, "temp": true, 
 // ddlObject returns the object kind of a CREATE/ALTER/DROP statement.
 func (s statement) ddlObject() string {
 	for _, t := range s[1:] {
-		if t.kind != tokWord {
+		if t.Kind != sqllex.Word {
 			return ""
 		}
-		if pgDDLModifiers[t.text] {
+		if pgDDLModifiers[t.Text] {
 			continue
 		}
-		return t.text
+		return t.Text
 	}
 	return ""
 }
@@ -482,7 +485,7 @@ var pgDeniedPrefix = []struct{ prefix, why string }{
 
 // checkPG applies the PostgreSQL statement policy.
 func checkPG(src string) *QueryError {
-	st, qerr := singleStatement(src, dialectPG)
+	st, qerr := singleStatement(src, sqllex.PostgreSQL)
 	if qerr != nil {
 		return qerr
 	}
@@ -505,16 +508,16 @@ func checkPG(src string) *QueryError {
 		return refused("%s statements are not allowed: use SELECT, INSERT, UPDATE, DELETE, WITH, VALUES, TABLE, EXPLAIN, SHOW, TRUNCATE, or CREATE/ALTER/DROP of tables, views, indexes and sequences", strings.ToUpper(w))
 	}
 	for _, tok := range st {
-		switch tok.kind {
-		case tokUnicodeIdent:
+		switch tok.Kind {
+		case sqllex.UnicodeIdent:
 			return refused("Unicode-escaped identifiers (U&\"...\") are not allowed")
-		case tokWord, tokQuotedIdent:
-			if why, ok := pgDeniedExact[tok.text]; ok {
-				return refused("%s is not allowed: %s", tok.text, why)
+		case sqllex.Word, sqllex.QuotedIdent:
+			if why, ok := pgDeniedExact[tok.Text]; ok {
+				return refused("%s is not allowed: %s", tok.Text, why)
 			}
 			for _, p := range pgDeniedPrefix {
-				if strings.HasPrefix(tok.text, p.prefix) {
-					return refused("%s is not allowed: %s", tok.text, p.why)
+				if strings.HasPrefix(tok.Text, p.prefix) {
+					return refused("%s is not allowed: %s", tok.Text, p.why)
 				}
 			}
 		}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mcprl/mcprl/sandbox/sqllex"
 )
 
 // Options configures a Template and its forks.
@@ -122,6 +124,7 @@ type Column struct {
 type backend interface {
 	fork(ctx context.Context) (forkConn, error)
 	close() error
+	dialect() sqllex.Dialect
 }
 
 // forkConn is one fork's private database state.
@@ -249,6 +252,9 @@ type DB struct {
 	lostWhy  error // the first loss of the fork's state, if any
 	replaced int   // how many times fc was replaced
 }
+
+// Dialect is the SQL dialect of the database (SQLite or PostgreSQL).
+func (d *DB) Dialect() sqllex.Dialect { return d.t.be.dialect() }
 
 // Query runs one statement of untrusted SQL from the policy, confined. A
 // refusal, SQL error or timeout is a *QueryError (its message is for the

@@ -9,6 +9,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/mcprl/mcprl/sandbox/sqllex"
 	"modernc.org/sqlite"
 )
 
@@ -130,6 +131,8 @@ func (t *sqliteTemplate) discard(sc *sql.Conn) error {
 	return nil
 }
 
+func (t *sqliteTemplate) dialect() sqllex.Dialect { return sqllex.SQLite }
+
 func (t *sqliteTemplate) fork(ctx context.Context) (forkConn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -242,7 +245,7 @@ func isDigits(s string) bool {
 }
 
 func (f *sqliteFork) query(ctx context.Context, src string, lim limits) (*Result, error) {
-	st, qerr := singleStatement(src, dialectSQLite)
+	st, qerr := singleStatement(src, sqllex.SQLite)
 	if qerr != nil {
 		return nil, qerr
 	}
