@@ -1,10 +1,13 @@
 package eval
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"sort"
 
 	"github.com/mcprl/mcprl/chat"
@@ -292,4 +295,33 @@ func WriteJSONL(w io.Writer, samples []*Sample) error {
 		}
 	}
 	return nil
+}
+
+// Save writes the samples to dir/trajectories.jsonl (WriteJSONL) and the
+// report to dir/report.json.
+func Save(dir string, res []*Sample, rep *Report) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	f, err := os.Create(filepath.Join(dir, "trajectories.jsonl"))
+	if err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	w := bufio.NewWriter(f)
+	if err := WriteJSONL(w, res); err != nil {
+		f.Close()
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return fmt.Errorf("eval: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	return os.WriteFile(filepath.Join(dir, "report.json"), append(b, '\n'), 0o644)
 }

@@ -283,3 +283,35 @@ func goTypeName(t string) string {
 	}
 	return t
 }
+
+// SkippedFile is the file, in a run's output dir, that lists the task lines
+// --skip-bad-tasks skipped.
+const SkippedFile = "skipped_tasks.txt"
+
+// WriteSkipped writes the skipped task lines to dir/skipped_tasks.txt,
+// saying how many tasks were used (nothing when none were skipped).
+func WriteSkipped(dir string, skipped []*LineError, used int) error {
+	if len(skipped) == 0 || dir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d bad task line(s) skipped (--skip-bad-tasks), %d task(s) used:\n", len(skipped), used)
+	for _, le := range skipped {
+		b.WriteString(le.Error() + "\n")
+	}
+	return os.WriteFile(filepath.Join(dir, SkippedFile), []byte(b.String()), 0o644)
+}
+
+// Listed is the error that fails a run on the bad lines of the tasks file
+// at path: every line listed, and how to go on without them.
+func (e *SkipError) Listed(path string) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d bad line(s) (fix them, or give --skip-bad-tasks to use the %d good task(s)):", path, len(e.Skipped), e.Loaded)
+	for _, le := range e.Skipped {
+		b.WriteString("\n  " + le.Error())
+	}
+	return errors.New(b.String())
+}

@@ -2,6 +2,7 @@ package train
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
 	"github.com/mcprl/mcprl/model"
+	"github.com/mcprl/mcprl/rundir"
 )
 
 // A checkpoint directory holds the model in Hugging Face form (config.json,
@@ -175,4 +177,44 @@ func syncDir(dir string) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// ClaimOutputDir locks the run folder dir for this run (a second run on it
+// fails at once, naming the holder) and checks what an earlier run left
+// there. With resume it returns the checkpoint to resume from, and fails if
+// there is none. Without it, a folder holding an earlier run's outputs is
+// refused unless overwrite, which deletes them.
+func ClaimOutputDir(dir string, resume, overwrite bool) (_ *rundir.Lock, checkpoint string, _ error) {
+	if dir == "" {
+		return nil, "", errors.New("no output dir: set output_dir in the config or pass --output-dir")
+	}
+	if resume && overwrite {
+		return nil, "", errors.New("give --resume or --overwrite_output_dir, not both")
+	}
+	lock, err := rundir.Acquire(dir)
+	if err != nil {
+		return nil, "", err
+	}
+	prev, err := rundir.Previous(dir)
+	if err == nil && resume {
+		checkpoint, err = LatestCheckpoint(dir)
+		if err == nil && checkpoint == "" {
+			err = fmt.Errorf("--resume: output dir %s has no complete checkpoint to resume from", dir)
+			if len(prev) > 0 {
+				err = fmt.Errorf("%w (it holds %s)", err, strings.Join(prev, ", "))
+			}
+		}
+	}
+	if err == nil && !resume && len(prev) > 0 {
+		if overwrite {
+			err = rundir.Clear(dir)
+		} else {
+			err = fmt.Errorf("output dir %s holds an earlier run (%s): give --resume to continue it, --overwrite_output_dir to delete it and start over, or another --output-dir", dir, strings.Join(prev, ", "))
+		}
+	}
+	if err != nil {
+		lock.Release()
+		return nil, "", err
+	}
+	return lock, checkpoint, nil
 }

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -230,7 +228,7 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *servedF
 	}
 	fmt.Fprintf(stderr, "eval: %d tasks x %d samples in %.1fs\n", rep.NTasks, samples, time.Since(start).Seconds())
 	if cfg.OutputDir != "" {
-		if err := saveEval(cfg.OutputDir, res, rep); err != nil {
+		if err := eval.Save(cfg.OutputDir, res, rep); err != nil {
 			return err
 		}
 		fmt.Fprintf(stderr, "eval: trajectories in %s\n", filepath.Join(cfg.OutputDir, "trajectories.jsonl"))
@@ -254,34 +252,6 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *servedF
 		return err
 	}
 	return rep.WriteTable(out)
-}
-
-// saveEval writes trajectories.jsonl and report.json to dir.
-func saveEval(dir string, res []*eval.Sample, rep *eval.Report) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("eval: %w", err)
-	}
-	f, err := os.Create(filepath.Join(dir, "trajectories.jsonl"))
-	if err != nil {
-		return fmt.Errorf("eval: %w", err)
-	}
-	w := bufio.NewWriter(f)
-	if err := eval.WriteJSONL(w, res); err != nil {
-		f.Close()
-		return err
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return fmt.Errorf("eval: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("eval: %w", err)
-	}
-	b, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return fmt.Errorf("eval: %w", err)
-	}
-	return os.WriteFile(filepath.Join(dir, "report.json"), append(b, '\n'), 0o644)
 }
 
 // loadServed is load for a served policy: the tokenizer of --tokenizer

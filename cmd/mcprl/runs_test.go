@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/rundir"
+	"github.com/mcprl/mcprl/task"
 )
 
 // badTasksFile writes the example tasks with two bad lines among them: a
@@ -74,12 +75,12 @@ func TestBadTaskLines(t *testing.T) {
 	if err != nil {
 		t.Fatalf("train --skip-bad-tasks: %v\n%s", err, stderr)
 	}
-	logged, err := os.ReadFile(filepath.Join(out, skippedTasksFile))
+	logged, err := os.ReadFile(filepath.Join(out, task.SkippedFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(logged), "2 bad task line(s) skipped") || !strings.Contains(string(logged), tasks+":2: field fixture") {
-		t.Errorf("%s:\n%s", skippedTasksFile, logged)
+		t.Errorf("%s:\n%s", task.SkippedFile, logged)
 	}
 }
 

@@ -5,15 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mcprl/mcprl/grpo"
 	"github.com/mcprl/mcprl/model"
-	"github.com/mcprl/mcprl/rundir"
 	"github.com/mcprl/mcprl/sandbox"
 	"github.com/mcprl/mcprl/sft"
 	"github.com/mcprl/mcprl/task"
@@ -89,46 +85,6 @@ func (f *runFlags) override(args *train.Arguments, in *train.Inputs, ignored []s
 	}
 }
 
-// claimOutputDir locks the run folder dir for this run (a second run on it
-// fails at once, naming the holder) and checks what an earlier run left
-// there. With resume it returns the checkpoint to resume from, and fails if
-// there is none. Without it, a folder holding an earlier run's outputs is
-// refused unless overwrite, which deletes them.
-func claimOutputDir(dir string, resume, overwrite bool) (_ *rundir.Lock, checkpoint string, _ error) {
-	if dir == "" {
-		return nil, "", errors.New("no output dir: set output_dir in the config or pass --output-dir")
-	}
-	if resume && overwrite {
-		return nil, "", errors.New("give --resume or --overwrite_output_dir, not both")
-	}
-	lock, err := rundir.Acquire(dir)
-	if err != nil {
-		return nil, "", err
-	}
-	prev, err := rundir.Previous(dir)
-	if err == nil && resume {
-		checkpoint, err = train.LatestCheckpoint(dir)
-		if err == nil && checkpoint == "" {
-			err = fmt.Errorf("--resume: output dir %s has no complete checkpoint to resume from", dir)
-			if len(prev) > 0 {
-				err = fmt.Errorf("%w (it holds %s)", err, strings.Join(prev, ", "))
-			}
-		}
-	}
-	if err == nil && !resume && len(prev) > 0 {
-		if overwrite {
-			err = rundir.Clear(dir)
-		} else {
-			err = fmt.Errorf("output dir %s holds an earlier run (%s): give --resume to continue it, --overwrite_output_dir to delete it and start over, or another --output-dir", dir, strings.Join(prev, ", "))
-		}
-	}
-	if err != nil {
-		lock.Release()
-		return nil, "", err
-	}
-	return lock, checkpoint, nil
-}
-
 // workspace is what a run loads once: the model and its tokenizer, the
 // tasks, and a sandbox factory per fixture the tasks use.
 type workspace struct {
@@ -142,35 +98,10 @@ type workspace struct {
 	sandboxes *sandbox.Factories          // what made them
 }
 
-// skippedTasksFile lists, in a run's output dir, the task lines that
-// --skip-bad-tasks skipped.
-const skippedTasksFile = "skipped_tasks.txt"
-
 // logSkipped writes the skipped task lines to outputDir/skipped_tasks.txt
 // (nothing when none were skipped).
 func (w *workspace) logSkipped(outputDir string) error {
-	if len(w.skipped) == 0 || outputDir == "" {
-		return nil
-	}
-	if err := os.MkdirAll(outputDir, 0o755); err != nil {
-		return err
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d bad task line(s) skipped (--skip-bad-tasks), %d task(s) used:\n", len(w.skipped), len(w.tasks))
-	for _, le := range w.skipped {
-		b.WriteString(le.Error() + "\n")
-	}
-	return os.WriteFile(filepath.Join(outputDir, skippedTasksFile), []byte(b.String()), 0o644)
-}
-
-// badTasksError lists every bad line of a tasks file.
-func badTasksError(path string, se *task.SkipError) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %d bad line(s) (fix them, or give --skip-bad-tasks to use the %d good task(s)):", path, len(se.Skipped), se.Loaded)
-	for _, le := range se.Skipped {
-		b.WriteString("\n  " + le.Error())
-	}
-	return errors.New(b.String())
+	return task.WriteSkipped(outputDir, w.skipped, len(w.tasks))
 }
 
 func (w *workspace) Close() {
@@ -226,7 +157,7 @@ func (w *workspace) loadTasks(ctx context.Context, tasksPath, fixturesDir, dsn s
 	var skip *task.SkipError
 	if errors.As(err, &skip) {
 		if !skipBad {
-			return badTasksError(tasksPath, skip)
+			return skip.Listed(tasksPath)
 		}
 		w.skipped = skip.Skipped
 		fmt.Fprintf(warn, "warning: --skip-bad-tasks: %v\n", err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcprl/mcprl/rollout"
 	"github.com/mcprl/mcprl/sft"
+	"github.com/mcprl/mcprl/train"
 )
 
 func newSFTCmd() *cobra.Command {
@@ -29,7 +30,7 @@ metrics.jsonl and final/ to output_dir in the same format as train.`,
 			if err != nil {
 				return err
 			}
-			lock, _, err := claimOutputDir(cfg.OutputDir, false, flags.overwrite)
+			lock, _, err := train.ClaimOutputDir(cfg.OutputDir, false, flags.overwrite)
 			if err != nil {
 				return err
 			}

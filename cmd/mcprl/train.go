@@ -8,6 +8,7 @@ import (
 	"github.com/mcprl/mcprl/grpo"
 	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/reward"
+	"github.com/mcprl/mcprl/train"
 )
 
 func newTrainCmd() *cobra.Command {
@@ -34,7 +35,7 @@ that holds an earlier run's outputs unless --overwrite_output_dir deletes them.`
 			if err != nil {
 				return err
 			}
-			lock, ckpt, err := claimOutputDir(cfg.OutputDir, resume, flags.overwrite)
+			lock, ckpt, err := train.ClaimOutputDir(cfg.OutputDir, resume, flags.overwrite)
 			if err != nil {
 				return err
 			}
