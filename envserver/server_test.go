@@ -586,3 +586,36 @@ func TestFinishReplay(t *testing.T) {
 		t.Fatalf("stats %+v", s)
 	}
 }
+
+// TestCloseDuringCall: a server closed while a session's tool call runs
+// still answers the call (cancelled: an error or a result saying so) and
+// then closes the connection with 1001 (going away); cancelling the call
+// must not cut the connection before the close frame.
+func TestCloseDuringCall(t *testing.T) {
+	for i := 0; i < 5; i++ {
+		srv, hs := newServer(t, envserver.Options{})
+		c := dial(t, hs)
+		c.observation("reset", map[string]any{"task_id": "customers-inactive-001"})
+		msg, _ := json.Marshal(map[string]any{"type": "step", "data": call("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c")})
+		if err := c.c.Write(context.Background(), websocket.MessageText, msg); err != nil {
+			t.Fatal(err)
+		}
+		statuses := make(chan websocket.StatusCode, 1)
+		go func() {
+			for {
+				if _, _, err := c.c.Read(context.Background()); err != nil {
+					statuses <- websocket.CloseStatus(err)
+					return
+				}
+			}
+		}()
+		time.Sleep(100 * time.Millisecond) // the call is running
+		if err := srv.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if st := <-statuses; st != websocket.StatusGoingAway {
+			t.Fatalf("round %d: client's connection closed with %v, want %v", i, st, websocket.StatusGoingAway)
+		}
+		c.c.CloseNow()
+	}
+}

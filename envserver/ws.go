@@ -82,7 +82,9 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		} else {
 			resp = errorResponse(perr)
 		}
-		err = s.send(sess.ctx, c, resp)
+		// Not sess.ctx either: ending the session cancels it, and a write
+		// whose context ends cuts the connection before the close frame.
+		err = s.send(context.Background(), c, resp)
 		done()
 		if err != nil {
 			c.CloseNow()
