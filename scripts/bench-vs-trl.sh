@@ -54,6 +54,6 @@ print(f"threads: torch {runs[0]['trl']['torch_threads']}, mcprl GOMAXPROCS {thre
 print(f"GRPO step (8 x 256 tokens, fwd + bwd + AdamW), best of {len(runs)} runs: TRL {min(trl_steps):.3f} s, mcprl {min(our_steps):.3f} s")
 print(f"sampling (8 x 128 new tokens, KV cache), best of {len(runs)} runs: transformers {tokens / min(trl_samples):.0f} tokens/s, mcprl {tokens / min(our_samples):.0f} tokens/s")
 print(f"per-run ratios over {len(runs)} runs: step {min(step_ratios):.2f}-{max(step_ratios):.2f}x, sampling {min(sample_ratios):.2f}-{max(sample_ratios):.2f}x; "
-      f"load average during the runs {min(r['load_before'] for r in runs):.1f}-{max(max(r['load_before'], r['load_after']) for r in runs):.1f}")
+      f"load average during the runs {min(min(r['load_before'], r['load_after']) for r in runs):.1f}-{max(max(r['load_before'], r['load_after']) for r in runs):.1f}")
 print(f"mcprl/TRL step speed-up: {min(trl_steps) / min(our_steps):.2f}x; mcprl/transformers sampling speed-up: {min(trl_samples) / min(our_samples):.2f}x")
 PY
