@@ -46,6 +46,11 @@ func (c *Config) Validate() error {
 	var ck train.Checker
 	c.Arguments.Check(&ck)
 	c.PeftArguments.Check(&ck)
+	if c.GradientAccumulationSteps > 1 {
+		// Refused rather than ignored: one optimizer step per batch is all
+		// sft does, so a value above 1 would silently change the run.
+		ck.Bad("gradient_accumulation_steps", "gradient_accumulation_steps %d: mcprl sft takes one optimizer step per batch (only 1 is supported); raise per_device_train_batch_size instead", c.GradientAccumulationSteps)
+	}
 	if c.MaxPromptLength < 0 {
 		ck.Bad("max_prompt_length", "max_prompt_length must be >= 0 (0: no limit), got %d", c.MaxPromptLength)
 	}

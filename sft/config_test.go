@@ -1,0 +1,41 @@
+package sft_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcprl/mcprl/sft"
+)
+
+// A gradient_accumulation_steps sft cannot honour is refused with the file
+// and line, never ignored.
+func TestLoadRefusesGradientAccumulation(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sft.yaml")
+	for _, tc := range []struct {
+		steps string
+		ok    bool
+	}{{"1", true}, {"4", false}} {
+		body := "learning_rate: 0.001\ngradient_accumulation_steps: " + tc.steps + "\n"
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := sft.Load(path)
+		if tc.ok {
+			if err != nil {
+				t.Errorf("gradient_accumulation_steps %s: %v", tc.steps, err)
+			}
+			continue
+		}
+		if err == nil {
+			t.Fatalf("gradient_accumulation_steps %s accepted", tc.steps)
+		}
+		for _, want := range []string{path + ":2:", "gradient_accumulation_steps 4", "per_device_train_batch_size"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not contain %q", err, want)
+			}
+		}
+	}
+}
