@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -111,7 +110,8 @@ Example:
 	return cmd
 }
 
-// writeTasks writes tasks as JSONL (the format task.Load reads) to path.
+// writeTasks writes tasks to path with distill.WriteJSONL, which keeps each
+// golden call's arguments byte for byte.
 func writeTasks(path string, tasks []task.Task) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
@@ -121,13 +121,9 @@ func writeTasks(path string, tasks []task.Task) error {
 		return err
 	}
 	w := bufio.NewWriter(f)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	for i := range tasks {
-		if err := enc.Encode(&tasks[i]); err != nil {
-			f.Close()
-			return fmt.Errorf("%s: %w", path, err)
-		}
+	if err := distill.WriteJSONL(w, tasks); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	if err := w.Flush(); err != nil {
 		f.Close()
