@@ -111,8 +111,23 @@ func TestDynamicSamplingRefillsTheBatch(t *testing.T) {
 	if got := m["dynamic_sampling/dropped_groups"]; got != 3.0 {
 		t.Errorf("dynamic_sampling/dropped_groups = %v, want 3", got)
 	}
-	if got := m["frac_reward_zero_std"]; got != 0.0 {
-		t.Errorf("frac_reward_zero_std = %v, want 0 (no constant group trained)", got)
+	// The logged generation metrics cover every group sampled, as TRL logs
+	// what the policy generated: rounds of two prompts sample quick-001 to
+	// quick-006 (006 arrives after the batch is full and is not trained
+	// on), three of the six groups constant at 0.5. The trained batch's
+	// mean is logged apart.
+	if got := m["frac_reward_zero_std"]; got != 0.5 {
+		t.Errorf("frac_reward_zero_std = %v, want 0.5 (3 of the 6 sampled groups constant)", got)
+	}
+	kept, ok1 := m["dynamic_sampling/kept_reward_mean"].(float64)
+	all, ok2 := m["reward"].(float64)
+	if !ok1 || !ok2 {
+		t.Fatalf("reward %v, dynamic_sampling/kept_reward_mean %v: want both logged", m["reward"], m["dynamic_sampling/kept_reward_mean"])
+	}
+	// 12 rewards: six of 0.5, the four trained ones (mean kept) and
+	// quick-006's two, each in [0, 1).
+	if rest := all*12 - 6*0.5 - kept*4; rest < -1e-9 || rest >= 2 {
+		t.Errorf("reward %v over every sampled trajectory and kept mean %v leave %v for quick-006's two rewards, want [0, 2)", all, kept, rest)
 	}
 }
 

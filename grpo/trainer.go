@@ -222,6 +222,13 @@ func (t *Trainer) generate(ctx context.Context, st *train.State) (*generation, e
 		return nil, err
 	}
 	batch := NewDynamicBatch[scored](want, n)
+	// Every group sampled this step, kept or dropped: the logged reward and
+	// trajectory metrics describe what the policy sampled, as TRL's do. With
+	// dynamic_sampling the trained-on batch leaves out the groups whose
+	// rewards all agree, the all-correct ones among them, so its mean
+	// understates the policy more the better it gets.
+	var sampled []scored
+	var sampledRewards []float64
 	for round := 0; !batch.Full(); round++ {
 		if round > 0 && (!cfg.DynamicSampling || cfg.DynamicSamplingMaxRounds > 0 && round >= cfg.DynamicSamplingMaxRounds) {
 			break
@@ -248,6 +255,8 @@ func (t *Trainer) generate(ctx context.Context, st *train.State) (*generation, e
 		if err != nil {
 			return nil, err
 		}
+		sampled = append(sampled, got...)
+		sampledRewards = append(sampledRewards, summed...)
 		for g := 0; g < len(got)/n; g++ {
 			items := got[g*n : (g+1)*n]
 			if !cfg.DynamicSampling {
@@ -263,14 +272,10 @@ func (t *Trainer) generate(ctx context.Context, st *train.State) (*generation, e
 	groups, _ := batch.Groups()
 	var trajs []*chat.Trajectory
 	var rows [][]float64
-	perFunc := make([][]float64, len(t.Rewards))
 	for _, grp := range groups {
 		for _, it := range grp {
 			trajs = append(trajs, it.traj)
 			rows = append(rows, it.scores)
-			for k := range t.Rewards {
-				perFunc[k] = append(perFunc[k], it.scores[k])
-			}
 		}
 	}
 	rewards, err := reward.WeightedSums(rows, t.Weights)
@@ -284,20 +289,13 @@ func (t *Trainer) generate(ctx context.Context, st *train.State) (*generation, e
 	if t.OnGeneration != nil {
 		t.OnGeneration(st.GlobalStep, trajs, rewards)
 	}
-	gen := &generation{trajs: trajs, advantages: adv.Advantages, samples: t.samples(groups, rewards, adv.Advantages), metrics: map[string]float64{
-		"reward":               adv.Reward,
-		"reward_std":           adv.RewardStd,
-		"frac_reward_zero_std": adv.FracRewardZeroStd,
-	}}
+	gen := &generation{trajs: trajs, advantages: adv.Advantages, samples: t.samples(groups, rewards, adv.Advantages)}
+	if gen.metrics, err = sampledMetrics(sampled, sampledRewards, n, cfg.ScaleRewards, t.Rewards); err != nil {
+		return nil, err
+	}
 	if cfg.DynamicSampling {
 		gen.metrics["dynamic_sampling/dropped_groups"] = float64(batch.Dropped())
-	}
-	for k, f := range t.Rewards {
-		gen.metrics["rewards/"+f.Name()+"/mean"] = nanMean(perFunc[k])
-		gen.metrics["rewards/"+f.Name()+"/std"] = nanStd(perFunc[k])
-	}
-	for k, v := range trajectoryMetrics(trajs) {
-		gen.metrics[k] = v
+		gen.metrics["dynamic_sampling/kept_reward_mean"] = adv.Reward
 	}
 	longest := 0
 	for _, tr := range trajs {
@@ -444,6 +442,40 @@ func leaveOut(tr *chat.Trajectory) bool {
 		tr.Mask[i] = 0
 	}
 	return true
+}
+
+// sampledMetrics are a step's generation metrics under TRL's keys, over
+// every trajectory the step sampled (rewards are their weighted sums, laid
+// out in groups of numGenerations): reward, reward_std,
+// frac_reward_zero_std (as TRL: the share of completions whose
+// advantage scale, by scale_rewards, is zero),
+// rewards/NAME/mean|std and trajectoryMetrics'.
+func sampledMetrics(sampled []scored, rewards []float64, numGenerations int, scale ScaleRewards, funcs []reward.Func) (map[string]float64, error) {
+	st, err := Advantages(rewards, numGenerations, scale)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]float64{
+		"reward":               st.Reward,
+		"reward_std":           st.RewardStd,
+		"frac_reward_zero_std": st.FracRewardZeroStd,
+	}
+	trajs := make([]*chat.Trajectory, len(sampled))
+	col := make([]float64, len(sampled))
+	for k, f := range funcs {
+		for i, it := range sampled {
+			col[i] = it.scores[k]
+		}
+		m["rewards/"+f.Name()+"/mean"] = nanMean(col)
+		m["rewards/"+f.Name()+"/std"] = nanStd(col)
+	}
+	for i, it := range sampled {
+		trajs[i] = it.traj
+	}
+	for k, v := range trajectoryMetrics(trajs) {
+		m[k] = v
+	}
+	return m, nil
 }
 
 // trajectoryMetrics are the completion and tool-use statistics of a batch.
