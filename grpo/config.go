@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 
+	"github.com/mcprl/mcprl/reward"
 	"github.com/mcprl/mcprl/train"
 	"gopkg.in/yaml.v3"
 )
@@ -341,14 +342,23 @@ func (c *Config) Validate() error {
 		(c.VLLMImportanceSamplingMode == ISTokenTruncate || c.VLLMImportanceSamplingMode == ISSequenceTruncate) {
 		bad("vllm_importance_sampling_mode", "at least one of vllm_importance_sampling_clip_min or vllm_importance_sampling_clip_max must be set when vllm_importance_sampling_mode is %q", c.VLLMImportanceSamplingMode)
 	}
-	seen := map[string]bool{}
+	// A reward listed twice, also through an alias (seed and
+	// compute_mcp_reward are one reward), would be counted twice.
+	reg := reward.NewRegistry()
+	seen := map[string]int{}
 	for i, r := range c.Rewards {
-		if r.Name == "" {
+		name := reg.Resolve(r.Name)
+		j, dup := seen[name]
+		switch {
+		case r.Name == "":
 			bad("rewards[%d]", "rewards[%d]: name must not be empty", i)
-		} else if seen[r.Name] {
+		case dup && c.Rewards[j].Name == r.Name:
 			bad("rewards[%d]", "rewards[%d]: reward %q listed twice", i, r.Name)
+		case dup:
+			bad("rewards[%d]", "rewards[%d]: reward %q listed twice: rewards[%d] names it %q (both are %s)", i, r.Name, j, c.Rewards[j].Name, name)
+		default:
+			seen[name] = i
 		}
-		seen[r.Name] = true
 		finite(fmt.Sprintf("rewards[%d].weight", i), r.Weight)
 	}
 	if c.DynamicSamplingMaxRounds < 0 {

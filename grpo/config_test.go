@@ -183,6 +183,25 @@ func TestConfigValidation(t *testing.T) {
 	}
 }
 
+// The reward's alias names the same reward: listing both would count it
+// twice, so the config is refused at the second entry's line.
+func TestRewardListedTwiceThroughAlias(t *testing.T) {
+	for _, c := range []struct{ yaml, want string }{
+		{"rewards:\n  - name: seed\n  - {name: format, weight: 0.5}\n  - name: compute_mcp_reward\n",
+			`a.yaml:4: rewards[2]: reward "compute_mcp_reward" listed twice: rewards[0] names it "seed" (both are compute_mcp_reward)`},
+		{"rewards:\n  - name: compute_mcp_reward\n  - name: seed\n",
+			`a.yaml:3: rewards[1]: reward "seed" listed twice: rewards[0] names it "compute_mcp_reward" (both are compute_mcp_reward)`},
+	} {
+		_, err := Parse([]byte(c.yaml), "a.yaml")
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v, want one containing %q", c.yaml, err, c.want)
+		}
+	}
+	if _, err := Parse([]byte("rewards:\n  - name: seed\n  - name: format\n"), "a.yaml"); err != nil {
+		t.Errorf("distinct rewards refused: %v", err)
+	}
+}
+
 func TestRewardWeightDefault(t *testing.T) {
 	cfg, err := Parse([]byte("rewards:\n  - name: seed\n  - {name: execution, weight: 0.5}\n"), "r.yaml")
 	if err != nil {

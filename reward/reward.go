@@ -257,6 +257,15 @@ func (r *Registry) Register(name, doc string, mk Maker) {
 // it builds keeps name (its metrics and breakdowns say name).
 func (r *Registry) Alias(alias, name string) { r.aliases[alias] = name }
 
+// Resolve returns the registered name that name stands for: the reward an
+// alias names, or name itself.
+func (r *Registry) Resolve(name string) string {
+	if n, ok := r.aliases[name]; ok {
+		return n
+	}
+	return name
+}
+
 // Names lists the registered rewards, sorted (aliases are not listed).
 func (r *Registry) Names() []string {
 	names := make([]string, 0, len(r.makers))
@@ -272,9 +281,7 @@ func (r *Registry) Doc(name string) string { return r.docs[name] }
 
 // New builds the reward called name (or an alias of it).
 func (r *Registry) New(name string) (Func, error) {
-	if n, ok := r.aliases[name]; ok {
-		name = n
-	}
+	name = r.Resolve(name)
 	mk, ok := r.makers[name]
 	if !ok {
 		return nil, fmt.Errorf("unknown reward %q (known: %s)", name, strings.Join(r.Names(), ", "))

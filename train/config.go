@@ -101,10 +101,19 @@ func Decode(data []byte, name string, cfg Config, s Schema) (ignored []string, e
 		r.Resolve()
 	}
 	if err := cfg.Validate(); err != nil {
+		// A key's line is its first; a list item (rewards[1]) whose
+		// line holds its first field is found through that field.
 		lines := map[string]int{}
 		for line, key := range keys {
-			if l, ok := lines[key]; !ok || line < l {
-				lines[key] = line
+			for k := key; ; {
+				if l, ok := lines[k]; !ok || line < l {
+					lines[k] = line
+				}
+				i := strings.LastIndexByte(k, '.')
+				if i < 0 {
+					break
+				}
+				k = k[:i]
 			}
 		}
 		var out []error
