@@ -63,7 +63,8 @@ type Options struct {
 // Handler serves the endpoints; Close ends every session.
 type Server struct {
 	opts      Options
-	factories map[string]*sandbox.Factory
+	sandboxes *sandbox.Factories          // owns the factories
+	factories map[string]*sandbox.Factory // every fixture's, by name
 	tasks     map[string]*task.Task
 	reward    reward.Func
 	mcpReward *reward.MCPReward
@@ -127,7 +128,7 @@ func New(ctx context.Context, opts Options) (_ *Server, err error) {
 	}
 	s := &Server{
 		opts:      opts,
-		factories: map[string]*sandbox.Factory{},
+		sandboxes: sandbox.NewFactories(opts.Fixtures, sandbox.Options{DSN: opts.DSN, CallTimeout: opts.CallTimeout, Logger: opts.Logger}),
 		tasks:     map[string]*task.Task{},
 		mcpReward: reward.NewMCPReward(reward.DefaultMCPRewardConfig()),
 		slots:     make(chan struct{}, opts.MaxSessions),
@@ -148,19 +149,9 @@ func New(ctx context.Context, opts Options) (_ *Server, err error) {
 		}
 		s.tasks[t.ID] = t
 	}
-	defer func() {
-		if err != nil {
-			for _, f := range s.factories {
-				f.Close()
-			}
-		}
-	}()
-	for _, name := range task.Names(opts.Fixtures) {
-		f, err := sandbox.NewFactory(ctx, opts.Fixtures[name], sandbox.Options{DSN: opts.DSN, CallTimeout: opts.CallTimeout, Logger: opts.Logger})
-		if err != nil {
-			return nil, fmt.Errorf("envserver: %w", err)
-		}
-		s.factories[name] = f
+	if s.factories, err = s.sandboxes.Start(ctx, task.Names(opts.Fixtures)); err != nil {
+		s.sandboxes.Close()
+		return nil, fmt.Errorf("envserver: %w", err)
 	}
 	s.metadata, _ = json.Marshal(map[string]any{
 		"name": "mcprl",
@@ -235,11 +226,7 @@ func (s *Server) Close() error {
 	}
 	s.wg.Wait()
 	s.conns.Wait()
-	var errs []error
-	for _, name := range sortedKeys(s.factories) {
-		errs = append(errs, s.factories[name].Close())
-	}
-	return errors.Join(errs...)
+	return s.sandboxes.Close()
 }
 
 var errCapacity = errors.New("session capacity reached")

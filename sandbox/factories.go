@@ -53,6 +53,24 @@ func (fs *Factories) Get(ctx context.Context, name string) (*Factory, error) {
 	return fo.f, fo.err
 }
 
+// Start builds the factories of the named fixtures now (each once, in
+// the order named) and returns them by name, so that a fixture that
+// cannot be built fails before any work. They stay open until Close.
+func (fs *Factories) Start(ctx context.Context, names []string) (map[string]*Factory, error) {
+	started := make(map[string]*Factory, len(names))
+	for _, name := range names {
+		if started[name] != nil {
+			continue
+		}
+		f, err := fs.Get(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		started[name] = f
+	}
+	return started, nil
+}
+
 // Fork forks a sandbox of task t's fixture.
 func (fs *Factories) Fork(ctx context.Context, t *task.Task) (*Sandbox, error) {
 	if t.Fixture == "" {
