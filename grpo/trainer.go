@@ -158,37 +158,91 @@ func (t *Trainer) recordGeneration(st *train.State) error {
 	return err
 }
 
-// number reads a logged value (float64, or int for step; nil for NaN),
-// as logged or as read back from trainer_state.json.
-func number(v any) float64 {
-	switch x := v.(type) {
-	case float64:
-		return x
-	case int:
-		return float64(x)
+// compile builds the training and log-prob graphs (compiled per shape on
+// first use, then reused).
+func (t *Trainer) compile() error {
+	cfg := t.Config
+	t.vars = train.TrainableVariables(t.Model)
+	if len(t.vars) == 0 {
+		return fmt.Errorf("grpo: the model has no trainable variables")
 	}
-	return math.NaN()
+	opt := cfg.Optimizer()
+	lossCfg := cfg.LossConfig()
+	build := func(last bool) func(ctx *mlctx.Context, ins []*Node) []*Node {
+		return func(ctx *mlctx.Context, ins []*Node) []*Node {
+			in := lossInputs{tokens: ins[0], attn: ins[1], mask: ins[2], adv: ins[3], numItems: ins[4]}
+			i := 5
+			if cfg.NeedsOldLogProbs() || cfg.VLLMImportanceSamplingCorrection {
+				in.old = ins[i]
+				i++
+			}
+			if cfg.Beta > 0 {
+				in.ref = ins[i]
+				i++
+			}
+			if cfg.VLLMImportanceSamplingCorrection {
+				in.isRatio = ins[i]
+				i++
+			}
+			if last {
+				in.lr = ins[i]
+			}
+			logp := t.Model.TokenLogProbsAt(ctx, in.tokens, in.attn, cfg.Temperature)
+			out, err := Loss(lossCfg, LossInputs{
+				LogP: logp, OldLogP: in.old, RefLogP: in.ref, Mask: in.mask,
+				Advantages: in.adv, NumItemsInBatch: in.numItems, ImportanceSamplingRatio: in.isRatio,
+			})
+			if err != nil {
+				panic(err)
+			}
+			g := logp.Graph()
+			nodes := make([]*Node, len(t.vars))
+			for j, v := range t.vars {
+				nodes[j] = v.ValueGraph(g)
+			}
+			grads := Gradient(out.Loss, nodes...)
+			results := []*Node{out.Loss, out.ClipRatioLowMean, out.ClipRatioHighMean, out.ClipRatioRegionMean}
+			if cfg.Beta > 0 {
+				results = append(results, out.KL)
+			}
+			if !last {
+				if err := opt.AccumulateGraph(ctx, t.vars, grads); err != nil {
+					panic(err)
+				}
+				return results
+			}
+			norm, err := opt.ApplyGraph(ctx, t.vars, grads, in.lr)
+			if err != nil {
+				panic(err)
+			}
+			return append(results, ConvertDType(norm, logp.DType()))
+		}
+	}
+	var err error
+	if t.accumulate, err = mlctx.NewExecAny(t.Model.Backend, t.Model.Ctx, build(false)); err != nil {
+		return fmt.Errorf("grpo: %w", err)
+	}
+	if t.apply, err = mlctx.NewExecAny(t.Model.Backend, t.Model.Ctx, build(true)); err != nil {
+		return fmt.Errorf("grpo: %w", err)
+	}
+	logProbs := func(m *model.Model) func(ctx *mlctx.Context, tokens, attn *Node) *Node {
+		return func(ctx *mlctx.Context, tokens, attn *Node) *Node {
+			return StopGradient(m.TokenLogProbsAt(ctx, tokens, attn, cfg.Temperature))
+		}
+	}
+	if t.logProbs, err = mlctx.NewExec(t.Model.Backend, t.Model.Ctx, logProbs(t.Model)); err != nil {
+		return fmt.Errorf("grpo: %w", err)
+	}
+	if t.Ref != nil {
+		if t.refLogProbs, err = mlctx.NewExec(t.Ref.Backend, t.Ref.Ctx, logProbs(t.Ref)); err != nil {
+			return fmt.Errorf("grpo: %w", err)
+		}
+	}
+	return nil
 }
 
-// summary is the line a run ends with: the steps this process ran and
-// their speed, the reward from the first to the last logged step, where
-// the model is.
-func summary(st *train.State, firstStep int, took time.Duration, final string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "done: %d steps", st.GlobalStep)
-	if ran := st.GlobalStep - firstStep; ran > 0 {
-		if firstStep > 0 {
-			fmt.Fprintf(&b, " (resumed at %d: this process ran steps %d-%d)", firstStep, firstStep+1, st.GlobalStep)
-		}
-		fmt.Fprintf(&b, " in %s, %.2f s/step", took.Round(time.Second), took.Seconds()/float64(ran))
-	}
-	if h := st.LogHistory; len(h) > 0 {
-		first, last := h[0], h[len(h)-1]
-		fmt.Fprintf(&b, "; reward %.3f at step %.0f -> %.3f at step %.0f", number(first["reward"]), number(first["step"]), number(last["reward"]), number(last["step"]))
-	}
-	fmt.Fprintf(&b, "; model in %s", final)
-	return b.String()
-}
+// lossInputs is the order of a training graph's inputs.
+type lossInputs struct{ tokens, attn, mask, adv, numItems, old, ref, isRatio, lr *Node }
 
 // scored is one trajectory with its score from each reward function.
 type scored struct {
@@ -326,23 +380,6 @@ func (t *Trainer) generate(ctx context.Context, st *train.State) (*generation, e
 		}
 	}
 	return gen, nil
-}
-
-// samplingLogProbs lays out the sampler's log-probs of gen's trajectories
-// and their loss mask as the training batch holds them ([len(trajs) * length]).
-func (gen *generation) samplingLogProbs(cfg *Config) (logp, mask []float32) {
-	logp = make([]float32, len(gen.trajs)*gen.length)
-	mask = make([]float32, len(gen.trajs)*gen.length)
-	for b, tr := range gen.trajs {
-		copy(logp[b*gen.length:], tr.OldLogProbs)
-		if cfg.MaskTruncatedCompletions && tr.Truncated {
-			continue
-		}
-		for i, m := range tr.Mask {
-			mask[b*gen.length+i] = float32(m)
-		}
-	}
-	return logp, mask
 }
 
 // nextJobs draws the next prompts in TRL's order: a seeded shuffle of the
@@ -521,6 +558,25 @@ func trajectoryMetrics(trajs []*chat.Trajectory) map[string]float64 {
 	return m
 }
 
+// batchLogProbs runs exec (the policy's or the reference model's
+// log-probabilities, no gradient) over every micro-batch of gen.
+func (t *Trainer) batchLogProbs(exec *mlctx.Exec, gen *generation) ([]float32, error) {
+	bs := t.Config.PerDeviceTrainBatchSize
+	out := make([]float32, 0, len(gen.trajs)*gen.length)
+	for from := 0; from < len(gen.trajs); from += bs {
+		tokens, attn, _, _, _, _, _, err := t.microBatch(gen, from, min(from+bs, len(gen.trajs)))
+		if err != nil {
+			return nil, err
+		}
+		res, err := exec.Exec(tokens, attn)
+		if err != nil {
+			return nil, fmt.Errorf("log-probs: %w", err)
+		}
+		out = append(out, tensors.MustCopyFlatData[float32](res[0])...)
+	}
+	return out, nil
+}
+
 // microBatch packs completions [from, to) of a generation into tensors.
 func (t *Trainer) microBatch(gen *generation, from, to int) (tokens, attn, mask, adv *tensors.Tensor, old, ref, isRatio *tensors.Tensor, err error) {
 	seqs := make([][]int, to-from)
@@ -559,27 +615,22 @@ func (t *Trainer) microBatch(gen *generation, from, to int) (tokens, attn, mask,
 	return tokens, attn, mask, adv, slice(gen.old), slice(gen.ref), slice(gen.isRatio), nil
 }
 
-// batchLogProbs runs exec (the policy's or the reference model's
-// log-probabilities, no gradient) over every micro-batch of gen.
-func (t *Trainer) batchLogProbs(exec *mlctx.Exec, gen *generation) ([]float32, error) {
-	bs := t.Config.PerDeviceTrainBatchSize
-	out := make([]float32, 0, len(gen.trajs)*gen.length)
-	for from := 0; from < len(gen.trajs); from += bs {
-		tokens, attn, _, _, _, _, _, err := t.microBatch(gen, from, min(from+bs, len(gen.trajs)))
-		if err != nil {
-			return nil, err
+// samplingLogProbs lays out the sampler's log-probs of gen's trajectories
+// and their loss mask as the training batch holds them ([len(trajs) * length]).
+func (gen *generation) samplingLogProbs(cfg *Config) (logp, mask []float32) {
+	logp = make([]float32, len(gen.trajs)*gen.length)
+	mask = make([]float32, len(gen.trajs)*gen.length)
+	for b, tr := range gen.trajs {
+		copy(logp[b*gen.length:], tr.OldLogProbs)
+		if cfg.MaskTruncatedCompletions && tr.Truncated {
+			continue
 		}
-		res, err := exec.Exec(tokens, attn)
-		if err != nil {
-			return nil, fmt.Errorf("log-probs: %w", err)
+		for i, m := range tr.Mask {
+			mask[b*gen.length+i] = float32(m)
 		}
-		out = append(out, tensors.MustCopyFlatData[float32](res[0])...)
 	}
-	return out, nil
+	return logp, mask
 }
-
-// lossInputs is the order of a training graph's inputs.
-type lossInputs struct{ tokens, attn, mask, adv, numItems, old, ref, isRatio, lr *Node }
 
 // optimizerStep runs the gradient_accumulation_steps micro-batches of one
 // optimizer step (offset within the generation's cycle) and applies AdamW.
@@ -634,85 +685,34 @@ func metricKeys(cfg *Config) []string {
 	return keys
 }
 
-// compile builds the training and log-prob graphs (compiled per shape on
-// first use, then reused).
-func (t *Trainer) compile() error {
-	cfg := t.Config
-	t.vars = train.TrainableVariables(t.Model)
-	if len(t.vars) == 0 {
-		return fmt.Errorf("grpo: the model has no trainable variables")
-	}
-	opt := cfg.Optimizer()
-	lossCfg := cfg.LossConfig()
-	build := func(last bool) func(ctx *mlctx.Context, ins []*Node) []*Node {
-		return func(ctx *mlctx.Context, ins []*Node) []*Node {
-			in := lossInputs{tokens: ins[0], attn: ins[1], mask: ins[2], adv: ins[3], numItems: ins[4]}
-			i := 5
-			if cfg.NeedsOldLogProbs() || cfg.VLLMImportanceSamplingCorrection {
-				in.old = ins[i]
-				i++
-			}
-			if cfg.Beta > 0 {
-				in.ref = ins[i]
-				i++
-			}
-			if cfg.VLLMImportanceSamplingCorrection {
-				in.isRatio = ins[i]
-				i++
-			}
-			if last {
-				in.lr = ins[i]
-			}
-			logp := t.Model.TokenLogProbsAt(ctx, in.tokens, in.attn, cfg.Temperature)
-			out, err := Loss(lossCfg, LossInputs{
-				LogP: logp, OldLogP: in.old, RefLogP: in.ref, Mask: in.mask,
-				Advantages: in.adv, NumItemsInBatch: in.numItems, ImportanceSamplingRatio: in.isRatio,
-			})
-			if err != nil {
-				panic(err)
-			}
-			g := logp.Graph()
-			nodes := make([]*Node, len(t.vars))
-			for j, v := range t.vars {
-				nodes[j] = v.ValueGraph(g)
-			}
-			grads := Gradient(out.Loss, nodes...)
-			results := []*Node{out.Loss, out.ClipRatioLowMean, out.ClipRatioHighMean, out.ClipRatioRegionMean}
-			if cfg.Beta > 0 {
-				results = append(results, out.KL)
-			}
-			if !last {
-				if err := opt.AccumulateGraph(ctx, t.vars, grads); err != nil {
-					panic(err)
-				}
-				return results
-			}
-			norm, err := opt.ApplyGraph(ctx, t.vars, grads, in.lr)
-			if err != nil {
-				panic(err)
-			}
-			return append(results, ConvertDType(norm, logp.DType()))
+// summary is the line a run ends with: the steps this process ran and
+// their speed, the reward from the first to the last logged step, where
+// the model is.
+func summary(st *train.State, firstStep int, took time.Duration, final string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "done: %d steps", st.GlobalStep)
+	if ran := st.GlobalStep - firstStep; ran > 0 {
+		if firstStep > 0 {
+			fmt.Fprintf(&b, " (resumed at %d: this process ran steps %d-%d)", firstStep, firstStep+1, st.GlobalStep)
 		}
+		fmt.Fprintf(&b, " in %s, %.2f s/step", took.Round(time.Second), took.Seconds()/float64(ran))
 	}
-	var err error
-	if t.accumulate, err = mlctx.NewExecAny(t.Model.Backend, t.Model.Ctx, build(false)); err != nil {
-		return fmt.Errorf("grpo: %w", err)
+	if h := st.LogHistory; len(h) > 0 {
+		first, last := h[0], h[len(h)-1]
+		fmt.Fprintf(&b, "; reward %.3f at step %.0f -> %.3f at step %.0f", number(first["reward"]), number(first["step"]), number(last["reward"]), number(last["step"]))
 	}
-	if t.apply, err = mlctx.NewExecAny(t.Model.Backend, t.Model.Ctx, build(true)); err != nil {
-		return fmt.Errorf("grpo: %w", err)
+	fmt.Fprintf(&b, "; model in %s", final)
+	return b.String()
+}
+
+// number reads a logged value (float64, or int for step; nil for NaN),
+// as logged or as read back from trainer_state.json.
+func number(v any) float64 {
+	switch x := v.(type) {
+	case float64:
+		return x
+	case int:
+		return float64(x)
 	}
-	logProbs := func(m *model.Model) func(ctx *mlctx.Context, tokens, attn *Node) *Node {
-		return func(ctx *mlctx.Context, tokens, attn *Node) *Node {
-			return StopGradient(m.TokenLogProbsAt(ctx, tokens, attn, cfg.Temperature))
-		}
-	}
-	if t.logProbs, err = mlctx.NewExec(t.Model.Backend, t.Model.Ctx, logProbs(t.Model)); err != nil {
-		return fmt.Errorf("grpo: %w", err)
-	}
-	if t.Ref != nil {
-		if t.refLogProbs, err = mlctx.NewExec(t.Ref.Backend, t.Ref.Ctx, logProbs(t.Ref)); err != nil {
-			return fmt.Errorf("grpo: %w", err)
-		}
-	}
-	return nil
+	return math.NaN()
 }
