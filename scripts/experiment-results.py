@@ -40,7 +40,8 @@ def pooled(rep: dict, set_: str, edge: "bool | None") -> tuple:
 
 
 def fmt(xs: list) -> str:
-    xs = [x for x in xs if x == x]
+    """mean ± sample std; NaN and None (eval's JSON for a rate with no denominator: no calls made) left out."""
+    xs = [x for x in xs if x is not None and x == x]
     if not xs:
         return "-"
     if len(xs) == 1:
