@@ -1,6 +1,8 @@
 package train
 
 import (
+	"fmt"
+	"io"
 	"strings"
 
 	"github.com/mcprl/mcprl/model"
@@ -25,6 +27,29 @@ func DefaultPeftArguments() PeftArguments {
 // LoRA is the adapter configuration of p.
 func (p *PeftArguments) LoRA() model.LoRAConfig {
 	return model.LoRAConfig{R: p.LoraR, Alpha: p.LoraAlpha, Dropout: p.LoraDropout, TargetModules: p.LoraTargetModules}
+}
+
+// Attach gives m, loaded from modelDir, the adapter it trains: the one m
+// brings (a checkpoint or model directory with an adapter/ subdirectory),
+// else a fresh LoRA adapter seeded with seed when use_peft is set; without
+// either the whole model trains. It says to log which adapter trains.
+func (p *PeftArguments) Attach(m *model.Model, modelDir string, seed int64, log io.Writer) error {
+	if log == nil {
+		log = io.Discard
+	}
+	if lc := m.LoRA(); lc != nil {
+		fmt.Fprintf(log, "LoRA adapter of %s/%s: r %d, alpha %g, %v (base weights frozen)\n", modelDir, model.AdapterDir, lc.R, lc.Alpha, lc.TargetModules)
+		return nil
+	}
+	if !p.UsePeft {
+		return nil
+	}
+	if err := m.AddLoRA(p.LoRA(), uint64(seed)); err != nil {
+		return err
+	}
+	lc := m.LoRA()
+	fmt.Fprintf(log, "LoRA: r %d, alpha %g, %v (base weights frozen)\n", lc.R, lc.Alpha, lc.TargetModules)
+	return nil
 }
 
 // Check records the problems of p's values when use_peft is set.

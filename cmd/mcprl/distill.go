@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcprl/mcprl/distill"
 	"github.com/mcprl/mcprl/eval"
+	"github.com/mcprl/mcprl/inputs"
 	"github.com/mcprl/mcprl/policy"
 	"github.com/mcprl/mcprl/task"
 )
@@ -58,7 +59,7 @@ Example:
 				Sample: policy.SampleOptions{Temperature: temperature, TopP: topP, Seed: seed},
 			}
 			var (
-				ws  *workspace
+				ws  *inputs.Loaded
 				pol eval.PolicyFor
 				err error
 			)
@@ -67,7 +68,7 @@ Example:
 					return err
 				}
 				defer ws.Close()
-				p, err := served.policy(ctx, ws.tok, ws.factories, ecfg.Sample, stderr)
+				p, err := served.policy(ctx, ws.Tokenizer, ws.Sandboxes, ecfg.Sample, stderr)
 				if err != nil {
 					return err
 				}
@@ -77,10 +78,10 @@ Example:
 					return err
 				}
 				defer ws.Close()
-				pol = eval.Sampled(ws.model, ecfg)
+				pol = eval.Sampled(ws.Model, ecfg)
 			}
-			ev := &eval.Evaluator{Policy: pol, Tokenizer: ws.tok, Template: ws.tpl, Sandboxes: ws.factories, Config: ecfg, Progress: stderr}
-			kept, st, err := distill.Run(ctx, ev, ws.tasks, distill.Options{PerTask: perTask})
+			ev := &eval.Evaluator{Policy: pol, Tokenizer: ws.Tokenizer, Template: ws.Template, Sandboxes: ws.Sandboxes, Config: ecfg, Progress: stderr}
+			kept, st, err := distill.Run(ctx, ev, ws.Tasks, distill.Options{PerTask: perTask})
 			if err != nil {
 				return err
 			}

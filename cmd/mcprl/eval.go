@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcprl/mcprl/eval"
 	"github.com/mcprl/mcprl/grpo"
+	"github.com/mcprl/mcprl/inputs"
 	"github.com/mcprl/mcprl/policy"
 	"github.com/mcprl/mcprl/report"
 	"github.com/mcprl/mcprl/tokenizer"
@@ -174,7 +175,7 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *servedF
 		return errors.New("give one policy: --policy (a served model), --model or --golden")
 	}
 	var (
-		ws  *workspace
+		ws  *inputs.Loaded
 		err error
 	)
 	switch {
@@ -198,7 +199,7 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *servedF
 	}
 	var pol eval.PolicyFor
 	if ef.golden {
-		gi, err := eval.GoldenIterations(ws.tasks)
+		gi, err := eval.GoldenIterations(ws.Tasks)
 		if err != nil {
 			return err
 		}
@@ -206,19 +207,19 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *servedF
 		if !fl.Changed("max-completion-length") {
 			ecfg.MaxCompletionLength = max(ecfg.MaxCompletionLength, 4096)
 		}
-		pol = eval.Golden(ws.tok)
+		pol = eval.Golden(ws.Tokenizer)
 	} else if served.given() {
-		p, err := served.policy(ctx, ws.tok, ws.factories, ecfg.Sample, stderr)
+		p, err := served.policy(ctx, ws.Tokenizer, ws.Sandboxes, ecfg.Sample, stderr)
 		if err != nil {
 			return err
 		}
 		pol = eval.Fixed(p)
 	} else {
-		pol = eval.Sampled(ws.model, ecfg)
+		pol = eval.Sampled(ws.Model, ecfg)
 	}
-	ev := &eval.Evaluator{Policy: pol, Tokenizer: ws.tok, Template: ws.tpl, Sandboxes: ws.factories, Config: ecfg, Progress: stderr}
+	ev := &eval.Evaluator{Policy: pol, Tokenizer: ws.Tokenizer, Template: ws.Template, Sandboxes: ws.Sandboxes, Config: ecfg, Progress: stderr}
 	start := time.Now()
-	res, err := ev.Run(ctx, ws.tasks)
+	res, err := ev.Run(ctx, ws.Tasks)
 	if err != nil {
 		return err
 	}
@@ -256,35 +257,25 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *servedF
 
 // loadServed is load for a served policy: the tokenizer of --tokenizer
 // (else the embedded small one), the tasks and a sandbox factory per fixture.
-func loadServed(ctx context.Context, served *servedFlags, tasksPath, fixturesDir, dsn string, skipBad bool, warn io.Writer) (*workspace, error) {
-	w := &workspace{}
-	var err error
-	if w.tok, w.tpl, err = served.loadTokenizer(); err != nil {
+func loadServed(ctx context.Context, served *servedFlags, tasksPath, fixturesDir, dsn string, skipBad bool, warn io.Writer) (*inputs.Loaded, error) {
+	tok, tpl, err := served.loadTokenizer()
+	if err != nil {
 		return nil, err
 	}
-	if err := w.loadTasks(ctx, tasksPath, fixturesDir, dsn, skipBad, warn); err != nil {
-		return nil, err
-	}
-	return w, nil
+	return loadTasks(ctx, tok, tpl, tasksPath, fixturesDir, dsn, skipBad, warn)
 }
 
 // loadTasksOnly is load without a model: the embedded small tokenizer (its
 // chat template is Qwen2.5's), the tasks and a sandbox factory per fixture.
 // It serves --golden, where no model samples.
-func loadTasksOnly(ctx context.Context, tasksPath, fixturesDir, dsn string, skipBad bool, warn io.Writer) (*workspace, error) {
-	w := &workspace{}
-	var err error
-	if w.tok, err = tokenizer.Small(); err != nil {
+func loadTasksOnly(ctx context.Context, tasksPath, fixturesDir, dsn string, skipBad bool, warn io.Writer) (*inputs.Loaded, error) {
+	tok, err := tokenizer.Small()
+	if err != nil {
 		return nil, err
 	}
-	if w.tpl, err = w.tok.Template(); err != nil {
+	tpl, err := tok.Template()
+	if err != nil {
 		return nil, err
 	}
-	if fixturesDir == "" {
-		return nil, errors.New("--fixtures is required")
-	}
-	if err := w.loadTasks(ctx, tasksPath, fixturesDir, dsn, skipBad, warn); err != nil {
-		return nil, err
-	}
-	return w, nil
+	return loadTasks(ctx, tok, tpl, tasksPath, fixturesDir, dsn, skipBad, warn)
 }

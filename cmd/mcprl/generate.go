@@ -89,11 +89,11 @@ Examples:
 					return err
 				}
 				defer w.Close()
-				m, tok = w.model, w.tok
-				for i := range w.tasks {
-					t := &w.tasks[i]
-					messages, tools := rollout.PromptMessages(t, w.factories[t.Fixture])
-					text, err := w.tpl.Render(messages, tools, true)
+				m, tok = w.Model, w.Tokenizer
+				for i := range w.Tasks {
+					t := &w.Tasks[i]
+					messages, tools := rollout.PromptMessages(t, w.Sandboxes[t.Fixture])
+					text, err := w.Template.Render(messages, tools, true)
 					if err != nil {
 						return fmt.Errorf("%s: task %q: %w", tasksPath, t.ID, err)
 					}

@@ -9,10 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcprl/mcprl/grpo"
-	"github.com/mcprl/mcprl/model"
-	"github.com/mcprl/mcprl/sandbox"
+	"github.com/mcprl/mcprl/inputs"
 	"github.com/mcprl/mcprl/sft"
-	"github.com/mcprl/mcprl/task"
 	"github.com/mcprl/mcprl/tokenizer"
 	"github.com/mcprl/mcprl/train"
 )
@@ -85,119 +83,25 @@ func (f *runFlags) override(args *train.Arguments, in *train.Inputs, ignored []s
 	}
 }
 
-// workspace is what a run loads once: the model and its tokenizer, the
-// tasks, and a sandbox factory per fixture the tasks use.
-type workspace struct {
-	model     *model.Model
-	modelDir  string
-	tok       *tokenizer.Tokenizer
-	tpl       *tokenizer.Template
-	tasks     []task.Task
-	skipped   []*task.LineError           // bad task lines skipped under --skip-bad-tasks
-	factories map[string]*sandbox.Factory // of the fixtures the tasks use
-	sandboxes *sandbox.Factories          // what made them
-}
-
-// logSkipped writes the skipped task lines to outputDir/skipped_tasks.txt
-// (nothing when none were skipped).
-func (w *workspace) logSkipped(outputDir string) error {
-	return task.WriteSkipped(outputDir, w.skipped, len(w.tasks))
-}
-
-func (w *workspace) Close() {
-	if w.sandboxes != nil {
-		w.sandboxes.Close()
-	}
-}
-
 // load opens modelDir (weights and tokenizer files), the tasks with their
 // fixtures, and starts a sandbox factory per fixture. Bad task lines fail
 // the load, all listed; with skipBad they are reported to warn and skipped.
-func load(ctx context.Context, modelDir, tasksPath, fixturesDir, dsn string, skipBad bool, warn io.Writer) (*workspace, error) {
+func load(ctx context.Context, modelDir, tasksPath, fixturesDir, dsn string, skipBad bool, warn io.Writer) (*inputs.Loaded, error) {
 	if modelDir == "" {
 		return nil, errors.New("no model: set model in the config or pass --model")
 	}
-	backend, err := model.NewBackend("")
-	if err != nil {
-		return nil, err
-	}
-	if err := model.OpenBLASMissing(); err != nil {
-		fmt.Fprintf(warn, "note: OpenBLAS is not in use (%v): the model's matmuls run on the Go kernel, about 8x slower "+
-			"(examples/customers/quick.yaml); bash scripts/install-openblas.sh installs it\n", err)
-	}
-	w := &workspace{modelDir: modelDir}
-	if w.model, err = model.Load(backend, modelDir); err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(warn, "matmul: %s; elementwise: %s; DotGeneral gradient: %s\n", model.MatmulEngine(), model.ElementwiseEngine(), model.GradientEngine())
-	if w.tok, err = tokenizer.Load(modelDir); err != nil {
-		return nil, fmt.Errorf("model %s: %w", modelDir, err)
-	}
-	if w.tpl, err = w.tok.Template(); err != nil {
-		return nil, fmt.Errorf("model %s: %w", modelDir, err)
-	}
-	if err := w.loadTasks(ctx, tasksPath, fixturesDir, dsn, skipBad, warn); err != nil {
-		return nil, err
-	}
-	return w, nil
-}
-
-// loadTasks reads the tasks with their fixtures and starts a sandbox factory
-// per fixture the tasks use. Bad task lines fail it, every one listed; with
-// skipBad they are counted to warn and skipped (w.skipped).
-func (w *workspace) loadTasks(ctx context.Context, tasksPath, fixturesDir, dsn string, skipBad bool, warn io.Writer) error {
 	if tasksPath == "" || fixturesDir == "" {
-		return errors.New("set tasks and fixtures in the config or pass --tasks and --fixtures")
+		return nil, errNoTasks
 	}
-	fixtures, err := task.LoadFixtures(fixturesDir)
-	if err != nil {
-		return err
-	}
-	w.tasks, err = task.Load(tasksPath, task.LoadOptions{Fixtures: fixtures, SkipBad: true})
-	var skip *task.SkipError
-	if errors.As(err, &skip) {
-		if !skipBad {
-			return skip.Listed(tasksPath)
-		}
-		w.skipped = skip.Skipped
-		fmt.Fprintf(warn, "warning: --skip-bad-tasks: %v\n", err)
-	} else if err != nil {
-		return err
-	}
-	if len(w.tasks) == 0 {
-		return fmt.Errorf("%s: no usable tasks", tasksPath)
-	}
-	w.sandboxes = sandbox.NewFactories(fixtures, sandbox.Options{DSN: dsn})
-	w.factories = map[string]*sandbox.Factory{}
-	for _, t := range w.tasks {
-		if t.Fixture == "" {
-			w.Close()
-			return fmt.Errorf("%s: task %q names no fixture to run its tools against", tasksPath, t.ID)
-		}
-		f, err := w.sandboxes.Get(ctx, t.Fixture)
-		if err != nil {
-			w.Close()
-			return err
-		}
-		w.factories[t.Fixture] = f
-	}
-	return nil
+	return inputs.Load(ctx, modelDir, inputs.Options{Tasks: tasksPath, Fixtures: fixturesDir, DSN: dsn, SkipBad: skipBad, Warn: warn})
 }
 
-// usePeft attaches a fresh LoRA adapter when the config asks for one (use_peft) and the model has none yet (a
-// checkpoint or model directory with an adapter/ subdirectory already brings its own, which then trains).
-func (w *workspace) usePeft(cfg *train.PeftArguments, seed int64, warn io.Writer) error {
-	if lc := w.model.LoRA(); lc != nil {
-		fmt.Fprintf(warn, "LoRA adapter of %s/%s: r %d, alpha %g, %v (base weights frozen)\n", w.modelDir, model.AdapterDir, lc.R, lc.Alpha, lc.TargetModules)
-		return nil
+// loadTasks is load for a run that brings its own tokenizer and template.
+func loadTasks(ctx context.Context, tok *tokenizer.Tokenizer, tpl *tokenizer.Template, tasksPath, fixturesDir, dsn string, skipBad bool, warn io.Writer) (*inputs.Loaded, error) {
+	if tasksPath == "" || fixturesDir == "" {
+		return nil, errNoTasks
 	}
-	if !cfg.UsePeft {
-		return nil
-	}
-	if err := w.model.AddLoRA(cfg.LoRA(), uint64(seed)); err != nil {
-		return err
-	}
-	lc := w.model.LoRA()
-	fmt.Fprintf(warn, "LoRA: r %d, alpha %g, %v (base weights frozen)\n", lc.R, lc.Alpha, lc.TargetModules)
-	return nil
+	return inputs.LoadTasks(ctx, tok, tpl, inputs.Options{Tasks: tasksPath, Fixtures: fixturesDir, DSN: dsn, SkipBad: skipBad, Warn: warn})
 }
+
+var errNoTasks = errors.New("set tasks and fixtures in the config or pass --tasks and --fixtures")

@@ -40,28 +40,28 @@ metrics.jsonl and final/ to output_dir in the same format as train.`,
 				return err
 			}
 			defer ws.Close()
-			if err := ws.usePeft(&cfg.PeftArguments, cfg.Seed, stderr); err != nil {
+			if err := cfg.PeftArguments.Attach(ws.Model, ws.ModelDir, cfg.Seed, stderr); err != nil {
 				return fmt.Errorf("%s: %w", flags.config, err)
 			}
-			if err := ws.logSkipped(cfg.OutputDir); err != nil {
+			if err := ws.WriteSkipped(cfg.OutputDir); err != nil {
 				return err
 			}
-			jobs := make([]rollout.Job, len(ws.tasks))
-			for i := range ws.tasks {
-				jobs[i] = rollout.Job{Task: &ws.tasks[i], Factory: ws.factories[ws.tasks[i].Fixture]}
+			jobs := make([]rollout.Job, len(ws.Tasks))
+			for i := range ws.Tasks {
+				jobs[i] = rollout.Job{Task: &ws.Tasks[i], Factory: ws.Sandboxes[ws.Tasks[i].Fixture]}
 			}
 			jobs, skipped := sft.Demonstrated(jobs)
 			if skipped > 0 {
-				fmt.Fprintf(stderr, "sft: skipped %d of %d tasks without a golden trajectory (%s)\n", skipped, len(ws.tasks), cfg.Tasks)
+				fmt.Fprintf(stderr, "sft: skipped %d of %d tasks without a golden trajectory (%s)\n", skipped, len(ws.Tasks), cfg.Tasks)
 			}
 			if len(jobs) == 0 {
-				return fmt.Errorf("sft: none of the %d tasks in %s has a golden trajectory", len(ws.tasks), cfg.Tasks)
+				return fmt.Errorf("sft: none of the %d tasks in %s has a golden trajectory", len(ws.Tasks), cfg.Tasks)
 			}
-			examples, err := sft.Examples(ctx, ws.tok, ws.tpl, jobs, cfg.MaxPromptLength, cfg.MaxCompletionLength)
+			examples, err := sft.Examples(ctx, ws.Tokenizer, ws.Template, jobs, cfg.MaxPromptLength, cfg.MaxCompletionLength)
 			if err != nil {
 				return err
 			}
-			t := &sft.Trainer{Config: cfg, Model: ws.model, TokenizerDir: ws.modelDir, Examples: examples, Progress: stderr}
+			t := &sft.Trainer{Config: cfg, Model: ws.Model, TokenizerDir: ws.ModelDir, Examples: examples, Progress: stderr}
 			if err := t.Train(ctx); err != nil {
 				return err
 			}

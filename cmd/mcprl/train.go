@@ -50,10 +50,10 @@ that holds an earlier run's outputs unless --overwrite_output_dir deletes them.`
 				return err
 			}
 			defer ws.Close()
-			if err := ws.usePeft(&cfg.PeftArguments, cfg.Seed, stderr); err != nil {
+			if err := cfg.PeftArguments.Attach(ws.Model, ws.ModelDir, cfg.Seed, stderr); err != nil {
 				return fmt.Errorf("%s: %w", flags.config, err)
 			}
-			if err := ws.logSkipped(cfg.OutputDir); err != nil {
+			if err := ws.WriteSkipped(cfg.OutputDir); err != nil {
 				return err
 			}
 			reg := reward.NewRegistry()
@@ -69,12 +69,12 @@ that holds an earlier run's outputs unless --overwrite_output_dir deletes them.`
 				return fmt.Errorf("%s: no rewards configured", flags.config)
 			}
 			t := &grpo.Trainer{
-				Config: cfg, Model: ws.model, Tokenizer: ws.tok, Template: ws.tpl, TokenizerDir: ws.modelDir,
-				Tasks: ws.tasks, Sandboxes: ws.factories, Rewards: rewards, Weights: cfg.RewardWeights(),
+				Config: cfg, Model: ws.Model, Tokenizer: ws.Tokenizer, Template: ws.Template, TokenizerDir: ws.ModelDir,
+				Tasks: ws.Tasks, Sandboxes: ws.Sandboxes, Rewards: rewards, Weights: cfg.RewardWeights(),
 				Progress: stderr,
 			}
 			if cfg.Beta > 0 {
-				if t.Ref, err = model.Load(ws.model.Backend, cfg.Model); err != nil {
+				if t.Ref, err = model.Load(ws.Model.Backend, cfg.Model); err != nil {
 					return fmt.Errorf("reference model: %w", err)
 				}
 			}

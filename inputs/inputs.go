@@ -1,0 +1,150 @@
+package inputs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/mcprl/mcprl/model"
+	"github.com/mcprl/mcprl/sandbox"
+	"github.com/mcprl/mcprl/task"
+	"github.com/mcprl/mcprl/tokenizer"
+)
+
+// Options say where the tasks and fixtures are and how to treat them.
+type Options struct {
+	// Tasks is the tasks JSONL file; Fixtures the directory of fixtures,
+	// each named by a task's "fixture". Both are required.
+	Tasks, Fixtures string
+	// DSN is the PostgreSQL DSN of the sandboxes' databases; "" uses
+	// embedded SQLite.
+	DSN string
+	// SkipBad skips bad task lines (counted to Warn, kept in Skipped)
+	// instead of failing with every one listed.
+	SkipBad bool
+	// Warn receives notes and warnings; nil discards them.
+	Warn io.Writer
+}
+
+// Loaded is what a run loaded. Close frees its sandbox factories.
+type Loaded struct {
+	// Model is the policy (nil for LoadTasks), loaded from ModelDir.
+	Model    *model.Model
+	ModelDir string
+	// Tokenizer and Template render and encode the conversations.
+	Tokenizer *tokenizer.Tokenizer
+	Template  *tokenizer.Template
+	// Tasks are the usable tasks; Skipped the bad lines skipped under
+	// Options.SkipBad.
+	Tasks   []task.Task
+	Skipped []*task.LineError
+	// Sandboxes maps each fixture the tasks use to its started factory.
+	Sandboxes map[string]*sandbox.Factory
+
+	factories *sandbox.Factories // what made Sandboxes
+}
+
+// Load opens the model in modelDir (weights, tokenizer files and chat
+// template) on the default backend, noting to o.Warn the engines its
+// matmuls run on, then loads the tasks as LoadTasks does.
+func Load(ctx context.Context, modelDir string, o Options) (*Loaded, error) {
+	if modelDir == "" {
+		return nil, errors.New("inputs: no model directory")
+	}
+	warn := writer(o.Warn)
+	backend, err := model.NewBackend("")
+	if err != nil {
+		return nil, err
+	}
+	if err := model.OpenBLASMissing(); err != nil {
+		fmt.Fprintf(warn, "note: OpenBLAS is not in use (%v): the model's matmuls run on the Go kernel, about 8x slower "+
+			"(examples/customers/quick.yaml); bash scripts/install-openblas.sh installs it\n", err)
+	}
+	l := &Loaded{ModelDir: modelDir}
+	if l.Model, err = model.Load(backend, modelDir); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(warn, "matmul: %s; elementwise: %s; DotGeneral gradient: %s\n", model.MatmulEngine(), model.ElementwiseEngine(), model.GradientEngine())
+	if l.Tokenizer, err = tokenizer.Load(modelDir); err != nil {
+		return nil, fmt.Errorf("model %s: %w", modelDir, err)
+	}
+	if l.Template, err = l.Tokenizer.Template(); err != nil {
+		return nil, fmt.Errorf("model %s: %w", modelDir, err)
+	}
+	if err := l.loadTasks(ctx, o); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// LoadTasks loads, for a run without a model of its own, the tasks with
+// their fixtures and starts a sandbox factory per fixture they use; tok and
+// tpl are the tokenizer and chat template the run renders with. Bad task
+// lines fail it, every one listed; with o.SkipBad they are counted to
+// o.Warn and skipped.
+func LoadTasks(ctx context.Context, tok *tokenizer.Tokenizer, tpl *tokenizer.Template, o Options) (*Loaded, error) {
+	l := &Loaded{Tokenizer: tok, Template: tpl}
+	if err := l.loadTasks(ctx, o); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *Loaded) loadTasks(ctx context.Context, o Options) error {
+	if o.Tasks == "" || o.Fixtures == "" {
+		return errors.New("inputs: no tasks file or fixtures directory")
+	}
+	fixtures, err := task.LoadFixtures(o.Fixtures)
+	if err != nil {
+		return err
+	}
+	l.Tasks, err = task.Load(o.Tasks, task.LoadOptions{Fixtures: fixtures, SkipBad: true})
+	var skip *task.SkipError
+	if errors.As(err, &skip) {
+		if !o.SkipBad {
+			return skip.Listed(o.Tasks)
+		}
+		l.Skipped = skip.Skipped
+		fmt.Fprintf(writer(o.Warn), "warning: --skip-bad-tasks: %v\n", err)
+	} else if err != nil {
+		return err
+	}
+	if len(l.Tasks) == 0 {
+		return fmt.Errorf("%s: no usable tasks", o.Tasks)
+	}
+	names := make([]string, len(l.Tasks))
+	for i, t := range l.Tasks {
+		if t.Fixture == "" {
+			return fmt.Errorf("%s: task %q names no fixture to run its tools against", o.Tasks, t.ID)
+		}
+		names[i] = t.Fixture
+	}
+	l.factories = sandbox.NewFactories(fixtures, sandbox.Options{DSN: o.DSN})
+	if l.Sandboxes, err = l.factories.Start(ctx, names); err != nil {
+		l.Close()
+		return err
+	}
+	return nil
+}
+
+// WriteSkipped writes the skipped task lines to outputDir/skipped_tasks.txt
+// (nothing when none were skipped).
+func (l *Loaded) WriteSkipped(outputDir string) error {
+	return task.WriteSkipped(outputDir, l.Skipped, len(l.Tasks))
+}
+
+// Close closes the sandbox factories.
+func (l *Loaded) Close() error {
+	if l.factories == nil {
+		return nil
+	}
+	return l.factories.Close()
+}
+
+func writer(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
