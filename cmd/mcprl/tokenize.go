@@ -1,15 +1,8 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
-	"fmt"
-	"io"
-
 	"github.com/spf13/cobra"
 
-	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/tokenizer"
 )
 
@@ -36,86 +29,11 @@ Example:
 			if err != nil {
 				return err
 			}
-			return tokenizeStream(cmd.InOrStdin(), cmd.OutOrStdout(), t, decode)
+			return t.ConvertJSONL(cmd.InOrStdin(), "stdin", cmd.OutOrStdout(), decode)
 		},
 	}
 	cmd.Flags().StringVar(&dir, "tokenizer", "", "Hugging Face tokenizer directory (tokenizer.json, tokenizer_config.json)")
 	cmd.Flags().BoolVar(&decode, "decode", false, `decode {"ids"} lines into {"text"} lines instead of encoding`)
 	_ = cmd.MarkFlagRequired("tokenizer")
 	return cmd
-}
-
-// tokenizeStream converts JSONL in to JSONL out, line by line, in order.
-func tokenizeStream(in io.Reader, out io.Writer, t *tokenizer.Tokenizer, decode bool) error {
-	r := bufio.NewReader(in)
-	w := bufio.NewWriter(out)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	var tmpl *tokenizer.Template
-	for line := 1; ; line++ {
-		data, err := r.ReadBytes('\n')
-		if len(bytes.TrimSpace(data)) > 0 {
-			var rec struct {
-				Text                *string           `json:"text"`
-				IDs                 *[]int            `json:"ids"`
-				Messages            []chat.Message    `json:"messages"`
-				Tools               []json.RawMessage `json:"tools"`
-				AddGenerationPrompt bool              `json:"add_generation_prompt"`
-			}
-			if jerr := json.Unmarshal(data, &rec); jerr != nil {
-				return fmt.Errorf("stdin line %d: %w", line, jerr)
-			}
-			if rec.Messages != nil {
-				if tmpl == nil {
-					var terr error
-					if tmpl, terr = t.Template(); terr != nil {
-						return terr
-					}
-				}
-				text, rerr := tmpl.Render(rec.Messages, rec.Tools, rec.AddGenerationPrompt)
-				if rerr != nil {
-					return fmt.Errorf("stdin line %d: %w", line, rerr)
-				}
-				if err := enc.Encode(struct {
-					Text string `json:"text"`
-					IDs  []int  `json:"ids"`
-				}{text, append([]int{}, t.Encode(text)...)}); err != nil {
-					return err
-				}
-			} else if decode {
-				if rec.IDs == nil {
-					return fmt.Errorf(`stdin line %d: no "ids" field`, line)
-				}
-				if err := enc.Encode(struct {
-					Text string `json:"text"`
-				}{t.Decode(*rec.IDs)}); err != nil {
-					return err
-				}
-			} else {
-				if rec.Text == nil {
-					return fmt.Errorf(`stdin line %d: no "text" field`, line)
-				}
-				ids := t.Encode(*rec.Text)
-				if ids == nil {
-					ids = []int{}
-				}
-				if err := enc.Encode(struct {
-					IDs []int `json:"ids"`
-				}{ids}); err != nil {
-					return err
-				}
-			}
-		}
-		if err == io.EOF {
-			return w.Flush()
-		}
-		if r.Buffered() == 0 { // nothing more read yet: let a waiting reader see this line
-			if ferr := w.Flush(); ferr != nil {
-				return ferr
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("stdin: %w", err)
-		}
-	}
 }
