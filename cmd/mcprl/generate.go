@@ -7,26 +7,14 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mcprl/mcprl/chat"
+	"github.com/mcprl/mcprl/completion"
 	"github.com/mcprl/mcprl/model"
-	"github.com/mcprl/mcprl/rollout"
 	"github.com/mcprl/mcprl/tokenizer"
 )
-
-// generateRecord is one line of mcprl generate's output.
-type generateRecord struct {
-	ID           string    `json:"id,omitempty"`
-	Prompt       string    `json:"prompt"`
-	PromptIDs    []int     `json:"prompt_ids"`
-	Text         string    `json:"text"`
-	IDs          []int     `json:"ids"`
-	LogProbs     []float32 `json:"logprobs,omitempty"`
-	FinishReason string    `json:"finish_reason"`
-}
 
 func newGenerateCmd() *cobra.Command {
 	var modelDir, prompt, tasksPath, fixtures, dsn, out string
@@ -62,7 +50,7 @@ Examples:
 			}
 			var m *model.Model
 			var tok *tokenizer.Tokenizer
-			var records []generateRecord
+			var records []completion.Record
 			var extraStops []string
 			if prompt != "" {
 				var err error
@@ -82,7 +70,7 @@ Examples:
 						return err
 					}
 				}
-				records = append(records, generateRecord{Prompt: text})
+				records = append(records, completion.Record{Prompt: text})
 			} else {
 				w, err := load(cmd.Context(), modelDir, tasksPath, fixtures, dsn, false, cmd.ErrOrStderr())
 				if err != nil {
@@ -90,21 +78,15 @@ Examples:
 				}
 				defer w.Close()
 				m, tok = w.Model, w.Tokenizer
-				for i := range w.Tasks {
-					t := &w.Tasks[i]
-					messages, tools := rollout.PromptMessages(t, w.Sandboxes[t.Fixture])
-					text, err := w.Template.Render(messages, tools, true)
-					if err != nil {
-						return fmt.Errorf("%s: task %q: %w", tasksPath, t.ID, err)
-					}
-					records = append(records, generateRecord{ID: t.ID, Prompt: text})
+				if records, err = completion.TaskPrompts(w.Tasks, w.Sandboxes, w.Template, tasksPath); err != nil {
+					return err
 				}
 				extraStops = []string{"</tool_call>"}
 			}
-			opts := model.SampleOptions{Temperature: temperature, TopP: topP, TopK: topK, MaxNewTokens: maxNew,
-				Stop: stopIDs(m, tok, extraStops)}
+			opts := completion.Options{BatchSize: batch, Seed: seed, LogProbs: logprobs, Sample: model.SampleOptions{
+				Temperature: temperature, TopP: topP, TopK: topK, MaxNewTokens: maxNew, Stop: completion.StopIDs(m, tok, extraStops)}}
 			if greedy {
-				opts.Temperature = 0
+				opts.Sample.Temperature = 0
 			}
 			w := io.Writer(cmd.OutOrStdout())
 			if out != "" {
@@ -118,33 +100,16 @@ Examples:
 			bw := bufio.NewWriter(w)
 			enc := json.NewEncoder(bw)
 			enc.SetEscapeHTML(false)
-			for start := 0; start < len(records); start += batch {
-				part := records[start:min(start+batch, len(records))]
-				prompts := make([][]int, len(part))
-				for i := range part {
-					part[i].PromptIDs = tok.Encode(part[i].Prompt)
-					prompts[i] = part[i].PromptIDs
-				}
-				comps, err := m.Generate(cmd.Context(), prompts, opts, seed+uint64(start))
-				if err != nil {
-					return err
-				}
-				for i, c := range comps {
-					r := &part[i]
-					r.IDs, r.Text, r.FinishReason = c.Tokens, tok.Decode(c.Tokens), string(c.Stop)
-					if r.FinishReason == string(model.StopCapacity) {
-						r.FinishReason = string(model.StopLength)
-					}
-					if logprobs {
-						r.LogProbs = c.LogProbs
-					}
-					if err := enc.Encode(r); err != nil {
+			err := completion.Generate(cmd.Context(), m, tok, records, opts, func(batch []completion.Record) error {
+				for i := range batch {
+					if err := enc.Encode(&batch[i]); err != nil {
 						return err
 					}
 				}
-				if err := bw.Flush(); err != nil {
-					return err
-				}
+				return bw.Flush()
+			})
+			if err != nil {
+				return err
 			}
 			if out != "" {
 				fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d completions to %s\n", len(records), out)
@@ -170,17 +135,4 @@ Examples:
 	fl.IntVar(&batch, "batch-size", 16, "prompts sampled together in one batch")
 	_ = cmd.MarkFlagRequired("model")
 	return cmd
-}
-
-// stopIDs are the ids that end a completion: the model's eos_token_id, the tokenizer's eos, <|im_end|> and
-// <|endoftext|>, and the extra tokens the tokenizer has.
-func stopIDs(m *model.Model, tok *tokenizer.Tokenizer, extra []string) []int {
-	ids := append(m.Config.EOSIDs(), tok.EOS())
-	for _, s := range append([]string{"<|im_end|>", "<|endoftext|>"}, extra...) {
-		if id, ok := tok.TokenID(s); ok {
-			ids = append(ids, id)
-		}
-	}
-	slices.Sort(ids)
-	return slices.Compact(ids)
 }

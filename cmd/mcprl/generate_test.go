@@ -11,6 +11,7 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
+	"github.com/mcprl/mcprl/completion"
 	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/task"
 	"github.com/mcprl/mcprl/tokenizer"
@@ -26,16 +27,16 @@ func tinyModel(t *testing.T) string {
 	return dir
 }
 
-func readRecords(t *testing.T, out string) []generateRecord {
+func readRecords(t *testing.T, out string) []completion.Record {
 	t.Helper()
-	var recs []generateRecord
+	var recs []completion.Record
 	sc := bufio.NewScanner(strings.NewReader(out))
 	sc.Buffer(nil, 1<<24)
 	for sc.Scan() {
 		if !strings.HasPrefix(sc.Text(), "{") {
 			continue // the engine note on stderr
 		}
-		var r generateRecord
+		var r completion.Record
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			t.Fatalf("%v: %s", err, sc.Text())
 		}
