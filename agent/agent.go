@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -39,6 +40,37 @@ func (a *Agent) Ask(ctx context.Context, question string) (*chat.Trajectory, err
 		return nil, err
 	}
 	return trajs[0].Trajectory, nil
+}
+
+// Converse asks the questions read from in, one a line, each in a rollout
+// of its own (no shared conversation or database fork), and writes each
+// question and its Transcript to out. Before each read it writes "> " to
+// prompt. Blank lines are skipped; "exit", "quit" or the end of in stop it.
+func (a *Agent) Converse(ctx context.Context, in io.Reader, out, prompt io.Writer) error {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(nil, 1<<20)
+	for {
+		fmt.Fprint(prompt, "> ")
+		if !sc.Scan() {
+			fmt.Fprintln(prompt)
+			return sc.Err()
+		}
+		q := strings.TrimSpace(sc.Text())
+		switch q {
+		case "":
+			continue
+		case "exit", "quit":
+			return nil
+		}
+		fmt.Fprintf(out, "question: %s\n", q)
+		tr, err := a.Ask(ctx, q)
+		if err != nil {
+			return err
+		}
+		if err := Transcript(out, tr); err != nil {
+			return err
+		}
+	}
 }
 
 // Transcript writes a trajectory for a reader: each turn's text before its

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"strings"
@@ -113,30 +112,7 @@ Example:
 			if systemPrompt != "" {
 				fmt.Fprintf(stderr, "chat: system prompt:\n%s\n", systemPrompt)
 			}
-			in := bufio.NewScanner(cmd.InOrStdin())
-			in.Buffer(nil, 1<<20)
-			for {
-				fmt.Fprint(stderr, "> ")
-				if !in.Scan() {
-					fmt.Fprintln(stderr)
-					return in.Err()
-				}
-				q := strings.TrimSpace(in.Text())
-				switch q {
-				case "":
-					continue
-				case "exit", "quit":
-					return nil
-				}
-				fmt.Fprintf(stdout, "question: %s\n", q)
-				tr, err := a.Ask(ctx, q)
-				if err != nil {
-					return err
-				}
-				if err := agent.Transcript(stdout, tr); err != nil {
-					return err
-				}
-			}
+			return a.Converse(ctx, cmd.InOrStdin(), stdout, stderr)
 		},
 	}
 	fl := cmd.Flags()
