@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os/signal"
 	"syscall"
 	"time"
@@ -88,21 +86,12 @@ Example:
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "mcprl: environment server at http://%s/ (fixtures %s, %d tasks, rewards %s)\n",
 				l.Addr(), fixtures, len(opts.Tasks), rewards)
-			hs := &http.Server{Handler: httpguard.Bearer(token, srv.Handler()), ReadHeaderTimeout: 10 * time.Second}
-			errc := make(chan error, 1)
-			go func() { errc <- hs.Serve(l) }()
-			select {
-			case err = <-errc:
-			case <-ctx.Done():
-			}
-			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			hs.Shutdown(sctx) // stops accepting; WebSocket sessions are ended by srv.Close
+			err = httpguard.Serve(ctx, l, httpguard.Bearer(token, srv.Handler()), 10*time.Second, opts.Logger)
 			st := srv.Stats()
 			cerr := srv.Close()
 			fmt.Fprintf(cmd.ErrOrStderr(), "mcprl: environment server stopped: %d sessions and %d forks closed, %d tool calls served\n",
 				st.ActiveSessions, st.OpenForks, st.ToolCalls)
-			if err != nil && err != http.ErrServerClosed {
+			if err != nil {
 				return err
 			}
 			return cerr

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -92,7 +89,12 @@ Examples:
 			}
 			h, closeSessions := f.HTTPHandler(sandbox.HTTPOptions{SessionTimeout: sessionTimeout, MaxSessions: maxSessions})
 			defer closeSessions()
-			return serveHTTP(ctx, f.Fixture().Name, httpguard.Bearer(token, h), httpAddr, token != "", cmd.ErrOrStderr(), logger)
+			l, err := httpguard.Listen(httpAddr, token != "", cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "mcprl: serving fixture %s (MCP streamable HTTP) at http://%s/\n", f.Fixture().Name, l.Addr())
+			return httpguard.Serve(ctx, l, httpguard.Bearer(token, h), 5*time.Second, logger)
 		},
 	}
 	cmd.Flags().StringVar(&fixture, "fixture", "", "fixture directory (schema.sql, data.sql, workspace/, sandbox.yaml), e.g. examples/fixtures/customers")
@@ -106,29 +108,4 @@ Examples:
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log MCP SDK diagnostics to stderr")
 	_ = cmd.MarkFlagRequired("fixture")
 	return cmd
-}
-
-// serveHTTP serves h at addr (loopback unless addr names a host) until ctx
-// ends (Ctrl-C).
-func serveHTTP(ctx context.Context, name string, h http.Handler, addr string, guarded bool, stderr io.Writer, logger *slog.Logger) error {
-	l, err := httpguard.Listen(addr, guarded, stderr)
-	if err != nil {
-		return err
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(stderr, "mcprl: serving fixture %s (MCP streamable HTTP) at http://%s/\n", name, l.Addr())
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(l) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		logger.Warn("shutdown", "err", err)
-		srv.Close()
-	}
-	return nil
 }

@@ -4,5 +4,6 @@
 //
 // Every command that serves HTTP (mcprl sandbox serve --http, the
 // environment server) listens through Listen and wraps its handler with
-// Bearer when given --token-env.
+// Bearer when given --token-env, and serves through Serve, which bounds the
+// time a client may take to send its headers and shuts down gracefully.
 package httpguard
