@@ -116,8 +116,14 @@ func (l *Lib) dotGeneral(b *simplego.Backend, n *simplego.Node, inputs []*simple
 		return simplegos[backends.OpTypeDotGeneral](b, n, inputs, owned)
 	}
 	p, err := l.params(n)
-	if err != nil || p.lhsCross*p.rhsCross*p.contract < MinWork ||
-		len(lhs) != p.batch*p.lhsCross*p.contract || len(rhs) != p.batch*p.rhsCross*p.contract {
+	if err != nil || len(lhs) != p.batch*p.lhsCross*p.contract || len(rhs) != p.batch*p.rhsCross*p.contract {
+		return simplegos[backends.OpTypeDotGeneral](b, n, inputs, owned)
+	}
+	m, nn, k := p.lhsCross, p.rhsCross, p.contract
+	_, aFirst, _ := operandLayout(lhsDims, p.lhsBatch, p.lhsContract)
+	_, bFirst, _ := operandLayout(rhsDims, p.rhsBatch, p.rhsContract)
+	small := l.small.Load() && smallOK(m, k, aFirst, bFirst)
+	if !small && m*nn*k < MinWork {
 		return simplegos[backends.OpTypeDotGeneral](b, n, inputs, owned)
 	}
 	out, c, err := newFloat32(b, shapes.Make(dtypes.Float32, p.batch, p.lhsCross, p.rhsCross))
@@ -126,7 +132,11 @@ func (l *Lib) dotGeneral(b *simplego.Backend, n *simplego.Node, inputs []*simple
 	}
 	a, aCrossFirst := operand(lhs, lhsDims, p.lhsBatch, p.lhsContract)
 	bm, bCrossFirst := operand(rhs, rhsDims, p.rhsBatch, p.rhsContract)
-	m, nn, k := p.lhsCross, p.rhsCross, p.contract
+	if small {
+		l.smallCalls.Add(1)
+		l.smallDots(p.batch, m, nn, k, a, bm, bCrossFirst, c)
+		return out, nil
+	}
 	lda, ldb := m, nn
 	if aCrossFirst {
 		lda = k
@@ -172,9 +182,44 @@ func (l *Lib) dotGeneral(b *simplego.Backend, n *simplego.Node, inputs []*simple
 	return out, nil
 }
 
+// smallDots runs a batch of small products (see smallDot) split across cores: by batch element, or by blocks
+// of columns when there are fewer batch elements than cores.
+func (l *Lib) smallDots(batch, m, n, k int, a, b []float32, bCrossFirst bool, c []float32) {
+	align := smallAlign(bCrossFirst)
+	parts := max(1, runtime.GOMAXPROCS(0)/batch)
+	blocks := max(1, n/align)
+	parts = min(parts, blocks)
+	parallel(batch*parts, m*n*k/parts/smallCost, func(lo, hi int) {
+		for u := lo; u < hi; u++ {
+			i, j := u/parts, u%parts
+			n0, n1 := j*blocks/parts*align, (j+1)*blocks/parts*align
+			if j == parts-1 {
+				n1 = n
+			}
+			smallDot(m, n, k, a[i*m*k:(i+1)*m*k], b[i*n*k:(i+1)*n*k], bCrossFirst, c[i*m*n:(i+1)*m*n], n0, n1)
+		}
+	})
+}
+
+// smallCost scales a small product's multiply-adds to parallel's per-element cost. A decoding step streams
+// its weight matrices from memory (the tiny default's 14 MB do not fit in a core's cache), about 20 G
+// multiply-adds/s per core, a quarter of the elementwise kernels' element rate: products above about a
+// quarter of a million multiply-adds (15 µs) are split across cores.
+const smallCost = 4
+
 // operand returns x laid out as [batch, cross, contract] (crossFirst) or [batch, contract, cross], transposing
 // it only when its axes are in neither order.
 func operand(x []float32, dims, batchAxes, contractAxes []int) (data []float32, crossFirst bool) {
+	perm, crossFirst, copied := operandLayout(dims, batchAxes, contractAxes)
+	if copied {
+		return transpose(x, dims, perm), true
+	}
+	return x, crossFirst
+}
+
+// operandLayout says how operand lays out an operand of dims: in place as [batch, cross, contract]
+// (crossFirst), in place as [batch, contract, cross], or copied through perm into [batch, cross, contract].
+func operandLayout(dims, batchAxes, contractAxes []int) (perm []int, crossFirst, copied bool) {
 	role := make([]int, len(dims)) // 0 cross, 1 contracting, 2 batch
 	for _, a := range contractAxes {
 		role[a] = 1
@@ -190,12 +235,12 @@ func operand(x []float32, dims, batchAxes, contractAxes []int) (data []float32, 
 	}
 	crossFirstPerm := concat(batchAxes, cross, contractAxes)
 	if isIdentity(crossFirstPerm) {
-		return x, true
+		return nil, true, false
 	}
 	if isIdentity(concat(batchAxes, contractAxes, cross)) {
-		return x, false
+		return nil, false, false
 	}
-	return transpose(x, dims, crossFirstPerm), true
+	return crossFirstPerm, true, true
 }
 
 func concat(parts ...[]int) []int {

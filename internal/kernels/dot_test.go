@@ -165,8 +165,8 @@ func einsum(lhs []float32, ld []int, lc, lb []int, rhs []float32, rd []int, rc, 
 
 // TestDotGeneral: simplego with the OpenBLAS executor equals a float64 reference on every axis layout that takes
 // a different path (in place, transposed flags, transposition, batch axes not in front, two contracting axes,
-// split by rows or by columns across cores), below MinWork (simplego's own kernel) and in float64 (simplego's
-// own kernel).
+// split by rows or by columns across cores), below MinWork (simplego's own kernel), on the small-product kernels
+// (few rows, on CPUs with AVX-512; OpenBLAS with them switched off) and in float64 (simplego's own kernel).
 func TestDotGeneral(t *testing.T) {
 	lib := requireOpenBLAS(t)
 	backend := newBackend(t)
@@ -174,15 +174,23 @@ func TestDotGeneral(t *testing.T) {
 		name           string
 		lhs, rhs       []int
 		lc, lb, rc, rb []int
+		small          bool // runs on the small-product kernels where the CPU has AVX-512
+		below          bool // below MinWork: simplego's kernel rather than OpenBLAS
 	}{
-		{"linear [B,T,in]x[out,in]", []int{2, 48, 64}, []int{96, 64}, []int{2}, nil, []int{1}, nil},
-		{"decoding [B,in]x[out,in], split by columns", []int{8, 256}, []int{704, 256}, []int{1}, nil, []int{1}, nil},
-		{"[M,K]x[K,N]", []int{64, 80}, []int{80, 72}, []int{1}, nil, []int{0}, nil},
-		{"[K,M]x[K,N]", []int{80, 64}, []int{80, 72}, []int{0}, nil, []int{0}, nil},
-		{"attention [B,H,T,d]x[B,H,S,d]", []int{2, 3, 40, 32}, []int{2, 3, 48, 32}, []int{3}, []int{0, 1}, []int{3}, []int{0, 1}},
-		{"batch axes not in front", []int{40, 2, 3, 32}, []int{2, 48, 3, 32}, []int{3}, []int{1, 2}, []int{3}, []int{0, 2}},
-		{"two contracting axes, reversed", []int{8, 40, 12}, []int{12, 64, 8}, []int{0, 2}, nil, []int{2, 0}, nil},
-		{"below MinWork", []int{4, 5, 6}, []int{7, 6}, []int{2}, nil, []int{1}, nil},
+		{name: "linear [B,T,in]x[out,in]", lhs: []int{2, 48, 64}, rhs: []int{96, 64}, lc: []int{2}, rc: []int{1}},
+		{name: "decoding [B,in]x[out,in], split by columns", lhs: []int{8, 256}, rhs: []int{704, 256}, lc: []int{1}, rc: []int{1}, small: true},
+		{name: "[M,K]x[K,N]", lhs: []int{64, 80}, rhs: []int{80, 72}, lc: []int{1}, rc: []int{0}},
+		{name: "[K,M]x[K,N]", lhs: []int{80, 64}, rhs: []int{80, 72}, lc: []int{0}, rc: []int{0}},
+		{name: "attention [B,H,T,d]x[B,H,S,d]", lhs: []int{2, 3, 40, 32}, rhs: []int{2, 3, 48, 32}, lc: []int{3}, lb: []int{0, 1}, rc: []int{3}, rb: []int{0, 1}},
+		{name: "batch axes not in front", lhs: []int{40, 2, 3, 32}, rhs: []int{2, 48, 3, 32}, lc: []int{3}, lb: []int{1, 2}, rc: []int{3}, rb: []int{0, 2}},
+		{name: "two contracting axes, reversed", lhs: []int{8, 40, 12}, rhs: []int{12, 64, 8}, lc: []int{0, 2}, rc: []int{2, 0}},
+		{name: "below MinWork", lhs: []int{4, 5, 6}, rhs: []int{7, 6}, lc: []int{2}, rc: []int{1}, below: true},
+		{name: "decoding attention scores [B,H,2,d]x[B,H,S,d]", lhs: []int{2, 3, 2, 64}, rhs: []int{2, 3, 48, 64}, lc: []int{3}, lb: []int{0, 1}, rc: []int{3}, rb: []int{0, 1}, small: true, below: true},
+		{name: "decoding attention values [B,H,2,S]x[B,H,S,d]", lhs: []int{2, 3, 2, 48}, rhs: []int{2, 3, 48, 64}, lc: []int{3}, lb: []int{0, 1}, rc: []int{2}, rb: []int{0, 1}, small: true, below: true},
+		{name: "13 rows, partial column blocks", lhs: []int{13, 80}, rhs: []int{70, 80}, lc: []int{1}, rc: []int{1}, small: true},
+		{name: "[B,S]x[S,N], partial column blocks", lhs: []int{5, 80}, rhs: []int{80, 150}, lc: []int{1}, rc: []int{0}, small: true},
+		{name: "few rows stored [K,M]", lhs: []int{80, 8}, rhs: []int{70, 80}, lc: []int{0}, rc: []int{1}},
+		{name: "few rows, K not a multiple of 16", lhs: []int{8, 300}, rhs: []int{70, 300}, lc: []int{1}, rc: []int{1}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -201,27 +209,37 @@ func TestDotGeneral(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			before := lib.Calls()
-			res, err := exec.Exec(tensors.FromFlatDataAndDimensions(lhs, c.lhs...), tensors.FromFlatDataAndDimensions(rhs, c.rhs...))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ran, want := lib.Calls()-before, c.name != "below MinWork"; (ran == 1) != want {
-				t.Errorf("OpenBLAS ran %d times, want it to run: %v", ran, want)
-			}
-			got := tensors.MustCopyFlatData[float32](res[0])
-			if len(got) != len(want) {
-				t.Fatalf("got %d values, want %d", len(got), len(want))
-			}
-			for i := range want {
-				if d := math.Abs(float64(got[i]) - want[i]); d > 1e-4*(1+math.Abs(want[i])) {
-					t.Fatalf("[%d] = %v, want %v", i, got[i], want[i])
+			small := c.small && haveAVX512
+			// The small-product kernels where they apply, then OpenBLAS with them switched off.
+			for _, smallOn := range []bool{true, false} {
+				lib.SetSmallDot(smallOn)
+				before, beforeSmall := lib.Calls(), lib.SmallCalls()
+				res, err := exec.Exec(tensors.FromFlatDataAndDimensions(lhs, c.lhs...), tensors.FromFlatDataAndDimensions(rhs, c.rhs...))
+				lib.SetSmallDot(true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ranSmall := lib.SmallCalls() - beforeSmall
+				if want := smallOn && small; (ranSmall == 1) != want {
+					t.Errorf("small kernels on %v: ran %d times, want them to run: %v", smallOn, ranSmall, want)
+				}
+				if ran, want := lib.Calls()-before, !c.below && !(smallOn && small); (ran == 1) != want {
+					t.Errorf("small kernels on %v: OpenBLAS ran %d times, want it to run: %v", smallOn, ran, want)
+				}
+				got := tensors.MustCopyFlatData[float32](res[0])
+				if len(got) != len(want) {
+					t.Fatalf("got %d values, want %d", len(got), len(want))
+				}
+				for i := range want {
+					if d := math.Abs(float64(got[i]) - want[i]); d > 1e-4*(1+math.Abs(want[i])) {
+						t.Fatalf("small kernels on %v: [%d] = %v, want %v", smallOn, i, got[i], want[i])
+					}
 				}
 			}
 			// simplego's own kernel agrees, and does not count as an OpenBLAS call.
 			SetOpenBLAS(false)
-			before = lib.Calls()
-			res, err = exec.Exec(tensors.FromFlatDataAndDimensions(lhs, c.lhs...), tensors.FromFlatDataAndDimensions(rhs, c.rhs...))
+			before := lib.Calls()
+			res, err := exec.Exec(tensors.FromFlatDataAndDimensions(lhs, c.lhs...), tensors.FromFlatDataAndDimensions(rhs, c.rhs...))
 			SetOpenBLAS(true)
 			if err != nil {
 				t.Fatal(err)

@@ -30,6 +30,9 @@ type Lib struct {
 	sgemm func(order, transA, transB, m, n, k int32, alpha float32, a unsafe.Pointer, lda int32,
 		b unsafe.Pointer, ldb int32, beta float32, c unsafe.Pointer, ldc int32)
 	calls atomic.Int64
+	// small switches the small-product kernels on (SetSmallDot); smallCalls counts the DotGenerals they ran.
+	small      atomic.Bool
+	smallCalls atomic.Int64
 	// params caches DotGeneral nodes' axes, bounded (its keys keep their graphs alive).
 	paramsOf paramsCache
 }
@@ -66,6 +69,7 @@ func load() (*Lib, error) {
 			continue
 		}
 		lib := &Lib{Path: name}
+		lib.small.Store(true)
 		purego.RegisterLibFunc(&lib.sgemm, h, "cblas_sgemm")
 		// One thread per call: this package splits a DotGeneral across cores itself. OpenBLAS's own worker
 		// threads keep spinning for a while after each call, and took the cores from the Go kernels that run
@@ -82,6 +86,17 @@ func load() (*Lib, error) {
 
 // Calls reports how many DotGenerals this library has run for simplego since Install.
 func (l *Lib) Calls() int64 { return l.calls.Load() }
+
+// SmallCalls reports how many DotGenerals ran on the small-product kernels (SmallRows) instead.
+func (l *Lib) SmallCalls() int64 { return l.smallCalls.Load() }
+
+// SetSmallDot switches the small-product kernels on or off (then OpenBLAS, or simplego below MinWork, runs
+// those products), for comparisons in one run; call it between executions. It reports whether the kernels
+// can run on this CPU.
+func (l *Lib) SetSmallDot(on bool) bool {
+	l.small.Store(on)
+	return haveAVX512
+}
 
 // Sgemm computes c = a·b (row-major), where a is m x k (k x m when transA) and b is k x n (n x k when transB),
 // with leading dimensions lda, ldb and n for c. c's previous contents are overwritten.
