@@ -82,6 +82,7 @@ type Session struct {
 	pending   [][]int      // sampled tokens not yet in the cache
 	logits    [][]float32  // logits for the next token, when ready
 	rngs      []*rand.Rand // one stream per sequence, so one sequence's stop does not shift another's samples
+	weights   []float64    // sampleToken's scratch
 }
 
 // NewSession starts a sampling session of batch sequences with room for capacity cache slots, sampling
@@ -294,7 +295,7 @@ func (s *Session) Generate(ctx context.Context, opts SampleOptions) ([]Completio
 			if !active[b] {
 				continue
 			}
-			tok, lp, raw := sampleToken(s.logits[b], &opts, s.rngs[b])
+			tok, lp, raw := sampleToken(s.logits[b], &opts, s.rngs[b], &s.weights)
 			c := &out[b]
 			c.Tokens = append(c.Tokens, tok)
 			c.LogProbs = append(c.LogProbs, lp)
@@ -330,8 +331,8 @@ func (s *Session) Generate(ctx context.Context, opts SampleOptions) ([]Completio
 }
 
 // sampleToken draws a token from logits and returns it with its log-prob at the temperature (TRL's convention,
-// untruncated) and at temperature 1.
-func sampleToken(logits []float32, opts *SampleOptions, rng *rand.Rand) (tok int, logp, raw float32) {
+// untruncated) and at temperature 1. weights is scratch for the sampling weights (reused across calls).
+func sampleToken(logits []float32, opts *SampleOptions, rng *rand.Rand, weights *[]float64) (tok int, logp, raw float32) {
 	lse := func(scale float64) float64 {
 		m := math.Inf(-1)
 		for _, l := range logits {
@@ -355,7 +356,18 @@ func sampleToken(logits []float32, opts *SampleOptions, rng *rand.Rand) (tok int
 		return best, r, r
 	}
 	scale := 1 / opts.Temperature
-	lseT := lse(scale)
+	lseT := lse1 // float64(l)*1 is float64(l): the same sum
+	if scale != 1 {
+		lseT = lse(scale)
+	}
+	// Every weight once (the passes below read each up to three times).
+	if cap(*weights) < len(logits) {
+		*weights = make([]float64, len(logits))
+	}
+	w := (*weights)[:len(logits)]
+	for i, l := range logits {
+		w[i] = math.Exp(float64(l)*scale - lseT)
+	}
 	// Candidates, most likely first when filtering.
 	var cand []int
 	if opts.TopK > 0 || (opts.TopP > 0 && opts.TopP < 1) {
@@ -371,11 +383,11 @@ func sampleToken(logits []float32, opts *SampleOptions, rng *rand.Rand) (tok int
 			// Probabilities renormalized over the top-k survivors, as HF applies top-k then top-p.
 			z := 0.0
 			for _, i := range cand {
-				z += math.Exp(float64(logits[i])*scale - lseT)
+				z += w[i]
 			}
 			cum := 0.0
 			for n, i := range cand {
-				cum += math.Exp(float64(logits[i])*scale-lseT) / z
+				cum += w[i] / z
 				if cum >= opts.TopP {
 					cand = cand[:n+1]
 					break
@@ -383,22 +395,21 @@ func sampleToken(logits []float32, opts *SampleOptions, rng *rand.Rand) (tok int
 			}
 		}
 	}
-	weight := func(i int) float64 { return math.Exp(float64(logits[i])*scale - lseT) }
 	total := 0.0
 	if cand == nil {
-		for i := range logits {
-			total += weight(i)
+		for _, x := range w {
+			total += x
 		}
 	} else {
 		for _, i := range cand {
-			total += weight(i)
+			total += w[i]
 		}
 	}
 	u := rng.Float64() * total
 	tok = -1
 	if cand == nil {
-		for i := range logits {
-			u -= weight(i)
+		for i, x := range w {
+			u -= x
 			if u < 0 {
 				tok = i
 				break
@@ -409,7 +420,7 @@ func sampleToken(logits []float32, opts *SampleOptions, rng *rand.Rand) (tok int
 		}
 	} else {
 		for _, i := range cand {
-			u -= weight(i)
+			u -= w[i]
 			if u < 0 {
 				tok = i
 				break
@@ -474,7 +485,7 @@ func (m *Model) GreedyNoCache(ctx context.Context, prompts [][]int, maxNew int, 
 			if done[b] {
 				continue
 			}
-			t, _, _ := sampleToken(logits[b*v:(b+1)*v], &SampleOptions{}, nil)
+			t, _, _ := sampleToken(logits[b*v:(b+1)*v], &SampleOptions{}, nil, nil)
 			out[b] = append(out[b], t)
 			seqs[b] = append(seqs[b], t)
 			if slices.Contains(stop, t) {
