@@ -12,6 +12,7 @@ import (
 	"time"
 
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:staticcheck // GoMLX graph code reads best with the dot import.
+	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
 
@@ -187,7 +188,13 @@ func (t *Trainer) compile() error {
 			if last {
 				in.lr = ins[i]
 			}
-			logp := t.Model.TokenLogProbsAt(ctx, in.tokens, in.attn, cfg.Temperature)
+			// The mask holds the columns from the first one the loss covers (lossColumns): the log-probs of the
+			// earlier positions are not computed (TRL's logits_to_keep).
+			from := in.tokens.Shape().Dim(1) - in.mask.Shape().Dim(1)
+			if from > 0 {
+				in.mask = Concatenate([]*Node{Zeros(in.mask.Graph(), shapes.Make(in.mask.DType(), in.mask.Shape().Dim(0), from)), in.mask}, 1)
+			}
+			logp := t.Model.TokenLogProbsFrom(ctx, in.tokens, in.attn, cfg.Temperature, from)
 			out, err := Loss(lossCfg, LossInputs{
 				LogP: logp, OldLogP: in.old, RefLogP: in.ref, Mask: in.mask,
 				Advantages: in.adv, NumItemsInBatch: in.numItems, ImportanceSamplingRatio: in.isRatio,
@@ -615,6 +622,36 @@ func (t *Trainer) microBatch(gen *generation, from, to int) (tokens, attn, mask,
 	return tokens, attn, mask, adv, slice(gen.old), slice(gen.ref), slice(gen.isRatio), nil
 }
 
+// lossColumnStep is the granularity of the first column the training graph computes log-probs for: a graph is
+// compiled per distinct start, as per sequence length bucket.
+const lossColumnStep = 64
+
+// lossColumns returns the columns of mask [B, T] from the first that is non-zero in any row, rounded down to a
+// multiple of lossColumnStep (all of them when none is): the training graph computes log-probs for those
+// positions only, as TRL's logits_to_keep covers the completion.
+func lossColumns(mask *tensors.Tensor) *tensors.Tensor {
+	b, t := mask.Shape().Dim(0), mask.Shape().Dim(1)
+	flat := tensors.MustCopyFlatData[float32](mask)
+	first := t
+	for r := range b {
+		for c, v := range flat[r*t : r*t+first] {
+			if v != 0 {
+				first = c
+				break
+			}
+		}
+	}
+	from := first / lossColumnStep * lossColumnStep
+	if first == t || from == 0 {
+		return mask
+	}
+	tail := make([]float32, 0, b*(t-from))
+	for r := range b {
+		tail = append(tail, flat[r*t+from:(r+1)*t]...)
+	}
+	return tensors.FromFlatDataAndDimensions(tail, b, t-from)
+}
+
 // samplingLogProbs lays out the sampler's log-probs of gen's trajectories
 // and their loss mask as the training batch holds them ([len(trajs) * length]).
 func (gen *generation) samplingLogProbs(cfg *Config) (logp, mask []float32) {
@@ -644,7 +681,8 @@ func (t *Trainer) optimizerStep(gen *generation, offset int, lr float64) (loss, 
 		if err != nil {
 			return 0, 0, nil, err
 		}
-		args := []any{tokens, attn, mask, adv, gen.numItems}
+		// The graph reads from the mask's width where the loss starts (see lossColumns).
+		args := []any{tokens, attn, lossColumns(mask), adv, gen.numItems}
 		if old != nil {
 			args = append(args, old)
 		}

@@ -6,7 +6,11 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+
 	"github.com/mcprl/mcprl/chat"
+	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/sandbox"
 	"github.com/mcprl/mcprl/task"
 	"github.com/mcprl/mcprl/train"
@@ -157,4 +161,76 @@ func TestNextJobsOrder(t *testing.T) {
 			seen[id] = true
 		}
 	}
+}
+
+// lossColumns keeps the columns from the first loss position any row has, rounded down to a multiple of 64,
+// and the training step computes the same loss and gradient norm from them as from the whole sequence (the
+// graph for the full mask computes every position's log-probs).
+func TestLossColumns(t *testing.T) {
+	const batch, prompt, completion = 4, 130, 62
+	length := prompt + completion
+	mask := make([]float32, batch*length)
+	for b := range batch {
+		for j := prompt + 7*b; j < length; j++ {
+			mask[b*length+j] = 1
+		}
+	}
+	full := tensors.FromFlatDataAndDimensions(mask, batch, length)
+	tail := lossColumns(full)
+	if got := tail.Shape().Dimensions; !slices.Equal(got, []int{batch, length - 128}) {
+		t.Fatalf("lossColumns kept %v, want [%d %d]", got, batch, length-128)
+	}
+	if got, want := tensors.MustCopyFlatData[float32](tail)[(length-128)*3:], mask[3*length+128:]; !slices.Equal(got, want) {
+		t.Fatalf("kept %v, want %v", got, want)
+	}
+	for _, m := range [][]float32{make([]float32, batch*length), mask[:batch*60]} {
+		x := tensors.FromFlatDataAndDimensions(m, batch, len(m)/batch)
+		if lossColumns(x) != x {
+			t.Errorf("mask of %d columns starting at %d: cut", len(m)/batch, slices.Index(m, 1))
+		}
+	}
+
+	step := func(mask *tensors.Tensor) (loss, norm float32) {
+		m, err := model.New(benchlessBackend(t), model.TinyConfig(300, 1, 2), 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := Default()
+		cfg.PerDeviceTrainBatchSize, cfg.GradientAccumulationSteps, cfg.NumGenerations = batch, 1, batch
+		cfg.LossType, cfg.MaxCompletionLength, cfg.Temperature = LossDAPO, completion, 0.9
+		cfg.VLLMImportanceSamplingCorrection = false
+		tr := &Trainer{Config: &cfg, Model: m}
+		if err := tr.compile(); err != nil {
+			t.Fatal(err)
+		}
+		ids := make([]int32, batch*length)
+		for i := range ids {
+			ids[i] = int32((i*131 + i/length*17) % 300)
+		}
+		ones := make([]int32, batch*length)
+		for i := range ones {
+			ones[i] = 1
+		}
+		res, err := tr.apply.Exec(tensors.FromFlatDataAndDimensions(ids, batch, length), tensors.FromFlatDataAndDimensions(ones, batch, length),
+			mask, tensors.FromFlatDataAndDimensions([]float32{1, -1, 0.5, -0.5}, batch), float32(batch*completion), float32(1e-3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tensors.ToScalar[float32](res[0]), tensors.ToScalar[float32](res[len(res)-1])
+	}
+	wantLoss, wantNorm := step(full)
+	gotLoss, gotNorm := step(tail)
+	if math.Abs(float64(gotLoss-wantLoss)) > 1e-6*math.Abs(float64(wantLoss)) || math.Abs(float64(gotNorm-wantNorm)) > 1e-5*float64(wantNorm) || wantNorm == 0 {
+		t.Errorf("from column 128: loss %v, grad norm %v; whole sequence: %v, %v", gotLoss, gotNorm, wantLoss, wantNorm)
+	}
+	t.Logf("from column 128: loss %v, grad norm %v; whole sequence: %v, %v", gotLoss, gotNorm, wantLoss, wantNorm)
+}
+
+// benchlessBackend is the backend training uses (model.NewBackend).
+func benchlessBackend(t *testing.T) backends.Backend {
+	be, err := model.NewBackend("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return be
 }

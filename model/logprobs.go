@@ -18,8 +18,9 @@ const logProbChunkElements = 1 << 24
 func logProbChunkRows(v int) int { return max(1, logProbChunkElements/v) }
 
 // tokenLogProbs returns out [B, T] with out[b, t] = log_softmax(h[b, t-1] · wᵀ / temperature)[tokens[b, t]] for
-// t >= 1 and out[b, 0] = log(1/V) (a zero hidden state; callers mask it). h [B, T, D] are the final (normed)
-// hidden states, w [V, D] the output projection, tokens [B, T] the ids.
+// t >= max(from, 1), out[b, 0] = log(1/V) when from is 0 (a zero hidden state; callers mask it), and out[b, t] = 0
+// for t < from: the positions before from are not projected at all, forward or backward (TRL's logits_to_keep).
+// h [B, T, D] are the final (normed) hidden states, w [V, D] the output projection, tokens [B, T] the ids.
 //
 // The logits of rows positions at a time are formed, reduced to their log-sum-exp and the picked entry, and
 // dropped, so no [B, T, V] tensor exists: the forward pass holds one [rows, V] chunk, and so does the backward,
@@ -34,17 +35,26 @@ func logProbChunkRows(v int) int { return max(1, logProbChunkElements/v) }
 // computes dh and dw together, keeping dw for w's custom gradient. GoMLX's reverse pass visits nodes from the
 // last created to the first (rev_autodiff.go), so w', created before h', is reached after it. When w is not
 // trained, w's custom gradient is never asked for and the backend never runs dw's nodes (no output uses them).
-func tokenLogProbs(h, w, tokens *Node, temperature float64, rows int) *Node {
+func tokenLogProbs(h, w, tokens *Node, temperature float64, rows, from int) *Node {
 	g := h.Graph()
 	b, t, d := h.Shape().Dim(0), h.Shape().Dim(1), h.Shape().Dim(2)
-	n := b * t
+	from = min(max(from, 0), t-1)
+	kept := t - from // positions computed per row
+	n := b * kept
 	rows = min(max(rows, 1), n)
 	scale := 1 / temperature
 	hFixed, wFixed := StopGradient(h), StopGradient(w)
-	target := Reshape(ConvertDType(tokens, dtypes.Int32), n)
+	target := Reshape(ConvertDType(SliceAxis(tokens, 1, AxisRange(from, t)), dtypes.Int32), n)
 
-	// Row (b, t) of src is the hidden state that predicts tokens[b, t]: h[b, t-1], zeros at t = 0.
-	src := StopGradient(Reshape(Concatenate([]*Node{Zeros(g, shapes.Make(h.DType(), b, 1, d)), SliceAxis(hFixed, 1, AxisRange(0, t-1))}, 1), n, d))
+	// Row (b, t) of src is the hidden state that predicts tokens[b, from + t]: h[b, from + t - 1], zeros at
+	// position 0.
+	var src *Node
+	if from == 0 {
+		src = Concatenate([]*Node{Zeros(g, shapes.Make(h.DType(), b, 1, d)), SliceAxis(hFixed, 1, AxisRange(0, t-1))}, 1)
+	} else {
+		src = SliceAxis(hFixed, 1, AxisRange(from-1, t-1))
+	}
+	src = StopGradient(Reshape(src, n, d))
 	type chunk struct {
 		x, idx, maxLogit, logSum *Node
 		from, to                 int
@@ -73,7 +83,11 @@ func tokenLogProbs(h, w, tokens *Node, temperature float64, rows int) *Node {
 	}
 	// GoMLX's reverse pass honours a StopGradient only on a node's direct inputs: stopping lp keeps it from
 	// building (dead) gradients of the forward ops, and the slices among them would need Pad, which simplego lacks.
-	lp := StopGradient(Reshape(Concatenate(parts, 0), b, t))
+	lp := Reshape(Concatenate(parts, 0), b, kept)
+	if from > 0 {
+		lp = Concatenate([]*Node{Zeros(g, shapes.Make(lp.DType(), b, from)), lp}, 1)
+	}
+	lp = StopGradient(lp)
 
 	var dw *Node
 	wc := IdentityWithCustomGradient(w, func(_, _ *Node) *Node {
@@ -83,7 +97,7 @@ func tokenLogProbs(h, w, tokens *Node, temperature float64, rows int) *Node {
 		return dw
 	})
 	hc := IdentityWithCustomGradient(h, func(_, vb *Node) *Node {
-		v := Reshape(SliceAxis(vb, -1, AxisRange(0, 1)), n) // dL/dout per position
+		v := Reshape(SliceAxis(SliceAxis(vb, -1, AxisRange(0, 1)), 1, AxisRange(from, t)), n) // dL/dout per kept position
 		var dsrc []*Node
 		dw = nil
 		for _, c := range chunks {
@@ -102,9 +116,17 @@ func tokenLogProbs(h, w, tokens *Node, temperature float64, rows int) *Node {
 				dw = Add(dw, dwc)
 			}
 		}
-		ds := Reshape(Concatenate(dsrc, 0), b, t, d)
-		// src[b, t] = h[b, t-1], so dh[b, t] = dsrc[b, t+1], and nothing reaches h[b, T-1].
-		return Concatenate([]*Node{SliceAxis(ds, 1, AxisRange(1, t)), Zeros(g, shapes.Make(h.DType(), b, 1, d))}, 1)
+		ds := Reshape(Concatenate(dsrc, 0), b, kept, d)
+		// src[b, t] = h[b, from+t-1], so dh[b, t] = dsrc[b, t+1-from]; nothing reaches h[b, T-1] nor, when from > 1,
+		// h[b, :from-1].
+		tail := Zeros(g, shapes.Make(h.DType(), b, 1, d))
+		if from == 0 {
+			return Concatenate([]*Node{SliceAxis(ds, 1, AxisRange(1, kept)), tail}, 1)
+		}
+		if from == 1 {
+			return Concatenate([]*Node{ds, tail}, 1)
+		}
+		return Concatenate([]*Node{Zeros(g, shapes.Make(h.DType(), b, from-1, d)), ds, tail}, 1)
 	})
 	first := Zeros(g, shapeInt32(1, 1))
 	link := Sub(ReduceSum(hc, -1), ReduceSum(hFixed, -1))                // [B, T] of zeros

@@ -12,10 +12,10 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 )
 
-// logProbsAndGradients runs lp = log-probs of tokens (chunked with rows positions per chunk, or from the full
-// logits when rows is 0) and the gradient of sum(lp * cos(iota)) w.r.t. every trainable variable. It returns
+// logProbsAndGradients runs lp = log-probs of tokens from position from on (chunked with rows positions per chunk,
+// or from the full logits when rows is 0, zeroed before from) and the gradient of sum(lp * cos(iota)) w.r.t. every trainable variable. It returns
 // lp's values and the gradients in the order of the model's trainable variables.
-func logProbsAndGradients(t *testing.T, m *Model, tokens, mask *tensors.Tensor, temperature float64, rows int) (lp []float32, grads map[string][]float32) {
+func logProbsAndGradients(t *testing.T, m *Model, tokens, mask *tensors.Tensor, temperature float64, rows, from int) (lp []float32, grads map[string][]float32) {
 	t.Helper()
 	var names []string
 	e, err := context.NewExec(m.Backend, m.Ctx, func(ctx *context.Context, tokens, mask *graph.Node) []*graph.Node {
@@ -26,12 +26,14 @@ func logProbsAndGradients(t *testing.T, m *Model, tokens, mask *tensors.Tensor, 
 		var out *graph.Node
 		if rows == 0 {
 			out = denseTokenLogProbs(m.lmHead(ctx, h), tokens, temperature)
+			before := graph.LessThan(graph.Iota(g, shapes.Make(dtypes.Int32, out.Shape().Dimensions...), 1), graph.Const(g, int32(from)))
+			out = graph.Where(before, graph.ZerosLike(out), out)
 		} else {
 			w, ok := m.outputWeight(ctx, g)
 			if !ok {
 				t.Fatal("no output weight")
 			}
-			out = tokenLogProbs(rmsNorm(ctx.In("model").In("norm"), h, m.Config.RMSNormEps), w, tokens, temperature, rows)
+			out = tokenLogProbs(rmsNorm(ctx.In("model").In("norm"), h, m.Config.RMSNormEps), w, tokens, temperature, rows, from)
 		}
 		// Position 0 is undefined (the two paths differ there); the rest is defined for every real pair.
 		ok := graph.And(graph.SliceAxis(valid, 1, graph.AxisRange(1)), graph.SliceAxis(valid, 1, graph.AxisRange(0, seq-1)))
@@ -66,8 +68,9 @@ func logProbsAndGradients(t *testing.T, m *Model, tokens, mask *tensors.Tensor, 
 // TestChunkedLogProbs: the chunked log-probs and their custom gradient equal log_softmax over the full
 // [B, T, vocab] logits followed by a pick, differentiated by GoMLX op by op, for every trainable variable: tied
 // and untied output projections, temperature 1 and 0.7, chunks of 1 row, a size that leaves a partial last
-// chunk, and the whole batch in one; left- and right-padded rows; and with a LoRA adapter (output projection
-// frozen, its gradient never asked for).
+// chunk, and the whole batch in one; left- and right-padded rows; with a LoRA adapter (output projection
+// frozen, its gradient never asked for); and from positions 1, 2 and 7 on only (TokenLogProbsFrom), against the
+// full computation with the earlier positions zeroed.
 func TestChunkedLogProbs(t *testing.T) {
 	backend := testBackend(t)
 	seqs := [][]int{{5, 17, 250, 3, 99, 140, 7, 7, 201}, {11, 12, 13, 14}, {280, 1, 2, 3, 4, 5, 6}}
@@ -96,18 +99,24 @@ func TestChunkedLogProbs(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				wantLP, wantGrads := logProbsAndGradients(t, m, tokens, mask, tc.temp, 0)
-				if len(wantGrads) == 0 {
-					t.Fatal("no trainable variables")
-				}
-				for _, rows := range []int{1, 5, 36, 1000} {
-					gotLP, gotGrads := logProbsAndGradients(t, m, tokens, mask, tc.temp, rows)
-					maxLP := maxDiff(t, gotLP, wantLP, 2e-6, fmt.Sprintf("padding %d, rows %d: log-probs", i, rows))
-					maxG := 0.0
-					for name, want := range wantGrads {
-						maxG = max(maxG, maxDiff(t, gotGrads[name], want, 2e-5, fmt.Sprintf("padding %d, rows %d: gradient of %s", i, rows, name)))
+				for _, from := range []int{0, 1, 2, 7} {
+					wantLP, wantGrads := logProbsAndGradients(t, m, tokens, mask, tc.temp, 0, from)
+					if len(wantGrads) == 0 {
+						t.Fatal("no trainable variables")
 					}
-					t.Logf("left=%v rows=%d: max |diff| log-probs %.2g, gradients %.2g", left, rows, maxLP, maxG)
+					for _, rows := range []int{1, 5, 36, 1000} {
+						if from > 0 && rows != 5 && rows != 1000 {
+							continue
+						}
+						gotLP, gotGrads := logProbsAndGradients(t, m, tokens, mask, tc.temp, rows, from)
+						what := fmt.Sprintf("padding %d, from %d, rows %d", i, from, rows)
+						maxLP := maxDiff(t, gotLP, wantLP, 2e-6, what+": log-probs")
+						maxG := 0.0
+						for name, want := range wantGrads {
+							maxG = max(maxG, maxDiff(t, gotGrads[name], want, 2e-5, what+": gradient of "+name))
+						}
+						t.Logf("left=%v from=%d rows=%d: max |diff| log-probs %.2g, gradients %.2g", left, from, rows, maxLP, maxG)
+					}
 				}
 			}
 		})

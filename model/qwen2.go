@@ -306,6 +306,13 @@ func (m *Model) TokenLogProbs(ctx *context.Context, tokens, attentionMask *Node)
 // old policy's per-token log-probs (log_softmax(logits / temperature)), so that ratios match Session.Generate's
 // Completion.LogProbs at that temperature.
 func (m *Model) TokenLogProbsAt(ctx *context.Context, tokens, attentionMask *Node, temperature float64) *Node {
+	return m.TokenLogProbsFrom(ctx, tokens, attentionMask, temperature, 0)
+}
+
+// TokenLogProbsFrom is TokenLogProbsAt for the positions from on only, as TRL's logits_to_keep: out[b, t] is 0 for
+// t < from, and those positions are not multiplied by the output projection, forward or backward (the
+// decoder still runs over the whole sequence). A trainer passes the first position its loss covers.
+func (m *Model) TokenLogProbsFrom(ctx *context.Context, tokens, attentionMask *Node, temperature float64, from int) *Node {
 	t := tokens.Shape().Dim(1)
 	valid, positions := maskAndPositions(attentionMask)
 	h := m.decoder(ctx, tokens, positions, causalAllowed(valid), nil)
@@ -313,9 +320,12 @@ func (m *Model) TokenLogProbsAt(ctx *context.Context, tokens, attentionMask *Nod
 	if w, ok := m.outputWeight(ctx, tokens.Graph()); ok {
 		// Chunked over positions, forward and backward: never [B, T, vocab] at once (logprobs.go).
 		h = rmsNorm(ctx.In("model").In("norm"), h, m.Config.RMSNormEps)
-		out = tokenLogProbs(h, w, tokens, temperature, logProbChunkRows(m.Config.VocabSize))
+		out = tokenLogProbs(h, w, tokens, temperature, logProbChunkRows(m.Config.VocabSize), from)
 	} else {
 		out = denseTokenLogProbs(m.lmHead(ctx, h), tokens, temperature)
+		if from > 0 {
+			out = Where(LessThan(Iota(out.Graph(), shapeInt32(out.Shape().Dimensions...), 1), Scalar(out.Graph(), dtypes.Int32, from)), ZerosLike(out), out)
+		}
 	}
 	// out[b, t] is defined where tokens t-1 and t are both real.
 	ok := And(SliceAxis(valid, 1, AxisRange(1)), SliceAxis(valid, 1, AxisRange(0, t-1)))
