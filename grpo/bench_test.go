@@ -36,7 +36,8 @@ func BenchmarkGRPOStep(b *testing.B) {
 	}
 	cfg := Default()
 	if r := benchEnvInt(b, "MCPRL_BENCH_LORA_R", 0); r > 0 {
-		cfg.UsePeft, cfg.LoraR, cfg.LoraAlpha = true, r, float64(2*r)
+		// lora_dropout 0, as the steps README reports were timed.
+		cfg.UsePeft, cfg.LoraR, cfg.LoraAlpha, cfg.LoraDropout = true, r, float64(2*r), 0
 		if err := m.AddLoRA(cfg.LoRA(), 1); err != nil {
 			b.Fatal(err)
 		}

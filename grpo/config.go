@@ -123,6 +123,9 @@ type Config struct {
 	ScaleRewards             ScaleRewards `yaml:"scale_rewards"`
 	LossType                 string       `yaml:"loss_type"`
 	MaskTruncatedCompletions bool         `yaml:"mask_truncated_completions"`
+	// DisableDropout turns a LoRA adapter's lora_dropout off in the loss's forward, as TRL's disable_dropout sets
+	// every nn.Dropout's p to 0 (the model has no other dropout).
+	DisableDropout bool `yaml:"disable_dropout"`
 
 	// GRPOConfig: importance-sampling correction for the gap between the sampler's log-probs and the
 	// trainer's recomputed ones. TRL applies it to vLLM's samples; mcprl to every sampler, since every
@@ -152,8 +155,7 @@ type Config struct {
 var schema = train.Schema{
 	Kind: "TRL GRPOConfig",
 	NoEffect: train.Union(train.NoEffect, train.SetOf("log_completions", "num_completions_to_print",
-		"log_unique_prompts", "log_multimodal", "ds3_gather_for_generation", "trust_remote_code", "model_init_kwargs",
-		"disable_dropout")),
+		"log_unique_prompts", "log_multimodal", "ds3_gather_for_generation", "trust_remote_code", "model_init_kwargs")),
 	Unsupported: train.Union(train.Unsupported, train.SetOf("cache_implementation", "cast_lm_head_to_fp32",
 		"chat_template_kwargs", "delta", "entropy_coef", "entropy_coef_delta", "entropy_coef_max", "entropy_coef_min",
 		"entropy_target", "generation_kwargs", "min_p", "multi_objective_aggregation", "num_generations_eval",

@@ -75,6 +75,10 @@ func TestDefaultsAreTRLs(t *testing.T) {
 		{"scale_rewards", c.ScaleRewards, ScaleGroup},
 		{"loss_type", c.LossType, "dapo"},
 		{"mask_truncated_completions", c.MaskTruncatedCompletions, false},
+		{"disable_dropout", c.DisableDropout, false},
+		{"lora_r", c.LoraR, 16},
+		{"lora_alpha", c.LoraAlpha, 32.0},
+		{"lora_dropout", c.LoraDropout, 0.05},
 	}
 	for _, ch := range checks {
 		if ch.got != ch.want {
@@ -162,6 +166,8 @@ func TestConfigValidation(t *testing.T) {
 		{"learning_rate: -1\n", "learning_rate must be >= 0"},
 		{"logging_steps: 2.5\n", "logging_steps must be an integer or a ratio"},
 		{"num_iterations: 0\nbeta: -1\n", "beta must be >= 0"},
+		{"use_peft: true\nlora_r: 4\nlora_dropout: 1.0\n", "v.yaml:3: lora: lora_dropout must be in [0, 1), got 1"},
+		{"lora_dropout: -0.05\nuse_peft: true\n", "v.yaml:1: lora: lora_dropout must be in [0, 1), got -0.05"},
 	}
 	for _, c := range cases {
 		_, err := Parse([]byte(c.yaml), "v.yaml")
@@ -318,6 +324,12 @@ func TestTRLOnlyKeys(t *testing.T) {
 	}
 	if cfg.LearningRate != 1e-5 {
 		t.Errorf("learning_rate %v", cfg.LearningRate)
+	}
+	// disable_dropout turns a LoRA adapter's dropout off, so it is a key with an effect.
+	if cfg, err := Parse([]byte("disable_dropout: true\n"), "t.yaml"); err != nil {
+		t.Errorf("disable_dropout: true: %v", err)
+	} else if !cfg.DisableDropout || len(cfg.Ignored) != 0 {
+		t.Errorf("disable_dropout: true: DisableDropout %v, ignored %v", cfg.DisableDropout, cfg.Ignored)
 	}
 	_, err = Parse([]byte("beta: 0.1\ndelta: 1.5\nuse_vllm: true\n"), "t.yaml")
 	for _, w := range []string{`t.yaml:2: "delta" is a TRL GRPOConfig option that mcprl does not implement`, `t.yaml:3: "use_vllm"`} {

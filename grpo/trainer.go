@@ -194,6 +194,8 @@ func (t *Trainer) compile() error {
 			if from > 0 {
 				in.mask = Concatenate([]*Node{Zeros(in.mask.Graph(), shapes.Make(in.mask.DType(), in.mask.Shape().Dim(0), from)), in.mask}, 1)
 			}
+			// The loss's forward is a training one (a LoRA adapter's dropout acts) unless disable_dropout.
+			ctx.SetTraining(in.tokens.Graph(), !cfg.DisableDropout)
 			logp := t.Model.TokenLogProbsFrom(ctx, in.tokens, in.attn, cfg.Temperature, from)
 			out, err := Loss(lossCfg, LossInputs{
 				LogP: logp, OldLogP: in.old, RefLogP: in.ref, Mask: in.mask,

@@ -5,6 +5,14 @@ package model
 //
 //	y = x W^T (+ b) + (x A^T B^T) * lora_alpha / r        A: lora_A.weight [r, in], B: lora_B.weight [out, r]
 //
+// With lora_dropout p > 0 the adapter's branch reads dropout(x) instead of x, as peft's nn.Dropout on the branch's
+// input (result + lora_B(lora_A(dropout(x))) * scaling): each element is zeroed with probability p and the kept
+// ones are scaled by 1/(1-p), with a mask drawn per targeted module and per call. Dropout acts only in graphs
+// marked as training (context.SetTraining), which the GRPO and SFT loss graphs are; sampling, log-probs for the
+// old and reference policies, evaluation and Merge compute the branch on x, as peft in eval mode. With p = 0 no
+// dropout node is built at all. The masks draw from the context's random state, which SeedDropout sets from
+// the run's seed and the optimizer step.
+//
 // A starts as peft's kaiming_uniform_(a=sqrt(5)) (uniform in ±1/sqrt(in)) and B at zero, so a fresh adapter leaves
 // the model unchanged. With an adapter attached the base weights are not trainable: training updates A and B only.
 // Adapters save as adapter_config.json + adapter_model.safetensors (tensor names
@@ -12,7 +20,8 @@ package model
 // loads on the same base; Merge folds B A * alpha / r into W for export as a plain checkpoint.
 //
 // Variables: scope /model/layers/N/self_attn/q_proj/lora_A, variable "weight" (likewise lora_B), and the
-// non-trainable scalar "lora_scaling" in the module's scope (/model/layers/N/self_attn/q_proj).
+// non-trainable scalar "lora_scaling" in the module's scope (/model/layers/N/self_attn/q_proj); lora_dropout is the
+// context parameter loraDropoutParam at the root scope.
 
 import (
 	"encoding/json"
@@ -52,8 +61,8 @@ func (c *LoRAConfig) Validate() error {
 	if c.Alpha <= 0 {
 		return fmt.Errorf("lora: lora_alpha must be > 0, got %g", c.Alpha)
 	}
-	if c.Dropout != 0 {
-		return fmt.Errorf("lora: lora_dropout %g is not supported (only 0)", c.Dropout)
+	if !(c.Dropout >= 0 && c.Dropout < 1) {
+		return fmt.Errorf("lora: lora_dropout must be in [0, 1), got %g", c.Dropout)
 	}
 	if len(c.TargetModules) == 0 {
 		return fmt.Errorf("lora: no target_modules")
@@ -139,8 +148,27 @@ func (m *Model) setLoRA(p loraParam, cfg LoRAConfig, a, b []float32) {
 func (m *Model) attachLoRA(cfg LoRAConfig) {
 	c := cfg
 	m.lora = &c
+	m.Ctx.InAbsPath(context.RootScope).SetParam(loraDropoutParam, c.Dropout)
 	m.setBaseTrainable(false)
 	m.resetExecs()
+}
+
+// loraDropoutParam is the context parameter (at the root scope) holding the attached adapter's lora_dropout.
+const loraDropoutParam = "lora_dropout"
+
+// SeedDropout sets the random state that the adapter's dropout draws its masks from, from the run's seed and the
+// optimizer step about to run: a step's masks depend on nothing else, so a run resumed at that step draws the
+// masks an uninterrupted run draws. Within the step the state advances with each training graph call (each
+// micro-batch). Without an adapter, or with lora_dropout 0, it does nothing.
+func (m *Model) SeedDropout(seed int64, step int) error {
+	if m.lora == nil || m.lora.Dropout == 0 {
+		return nil
+	}
+	r := rand.New(rand.NewPCG(uint64(seed), uint64(step)^0x64726f706f7574)) // "dropout"
+	if err := m.Ctx.SetRNGStateFromSeed(int64(r.Uint64())); err != nil {
+		return fmt.Errorf("lora dropout: %w", err)
+	}
+	return nil
 }
 
 func (m *Model) setBaseTrainable(trainable bool) {
@@ -152,13 +180,19 @@ func (m *Model) setBaseTrainable(trainable bool) {
 	}
 }
 
-// loraDelta is the adapter's term (x A^T B^T) * scaling for the linear layer of ctx, or nil when it has none.
+// loraDelta is the adapter's term (dropout(x) A^T B^T) * scaling for the linear layer of ctx, or nil when it has
+// none. Dropout applies only in a training graph with lora_dropout > 0.
 func loraDelta(ctx *context.Context, x *Node) *Node {
 	a := ctx.GetVariableByScopeAndName(ctx.In("lora_A").Scope(), "weight")
 	if a == nil {
 		return nil
 	}
 	g := x.Graph()
+	if p := context.GetParamOr(ctx, loraDropoutParam, 0.0); p > 0 && ctx.IsTraining(g) {
+		// As torch's dropout: keep with probability 1-p, scale the kept values by 1/(1-p).
+		keep := GreaterOrEqual(ctx.RandomUniform(g, x.Shape()), Scalar(g, x.DType(), p))
+		x = Where(keep, MulScalar(x, 1/(1-p)), ZerosLike(x))
+	}
 	b := variableNode(ctx.In("lora_B"), g, "weight")
 	h := DotGeneral(x, []int{x.Rank() - 1}, nil, a.ValueGraph(g), []int{1}, nil) // [..., r]
 	h = DotGeneral(h, []int{h.Rank() - 1}, nil, b, []int{1}, nil)                // [..., out]
@@ -231,8 +265,7 @@ func (m *Model) LoadAdapter(dir string) error {
 	if err := json.Unmarshal(raw, &pc); err != nil {
 		return fmt.Errorf("load adapter %s: adapter_config.json: %w", dir, err)
 	}
-	cfg := pc.LoRAConfig
-	cfg.Dropout = 0 // dropout only acts in training; a loaded adapter trains without it (see Validate)
+	cfg := pc.LoRAConfig // lora_dropout included: it acts when the loaded adapter trains on, as peft's is_trainable
 	// target_modules is a list or one module name (peft also allows a regex, refused below).
 	if err := json.Unmarshal(pc.TargetModules, &cfg.TargetModules); err != nil {
 		var one string
@@ -324,6 +357,7 @@ func (m *Model) Merge() error {
 		}
 	}
 	m.lora = nil
+	m.Ctx.InAbsPath(context.RootScope).SetParam(loraDropoutParam, 0.0)
 	m.setBaseTrainable(true)
 	m.resetExecs()
 	return nil

@@ -203,7 +203,9 @@ func TestLoRARejects(t *testing.T) {
 		want string
 	}{
 		{LoRAConfig{R: 0, Alpha: 1, TargetModules: []string{"q_proj"}}, "r must be > 0"},
-		{LoRAConfig{R: 4, Alpha: 8, Dropout: 0.05, TargetModules: []string{"q_proj"}}, "lora_dropout 0.05 is not supported"},
+		{LoRAConfig{R: 4, Alpha: 8, Dropout: 1, TargetModules: []string{"q_proj"}}, "lora_dropout must be in [0, 1), got 1"},
+		{LoRAConfig{R: 4, Alpha: 8, Dropout: -0.1, TargetModules: []string{"q_proj"}}, "lora_dropout must be in [0, 1), got -0.1"},
+		{LoRAConfig{R: 4, Alpha: 8, Dropout: math.NaN(), TargetModules: []string{"q_proj"}}, "lora_dropout must be in [0, 1), got NaN"},
 		{LoRAConfig{R: 4, Alpha: 8, TargetModules: []string{"lm_head"}}, `target module "lm_head"`},
 	} {
 		if err := m.AddLoRA(c.cfg, 0); err == nil || !strings.Contains(err.Error(), c.want) {

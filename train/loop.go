@@ -92,6 +92,10 @@ func (l *Loop) Run(ctx context.Context, st *State, step Step) error {
 		if err != nil {
 			return err
 		}
+		// A LoRA adapter's dropout masks derive from the seed and the step, so a resumed run draws the same.
+		if err := l.Model.SeedDropout(a.Seed, st.GlobalStep); err != nil {
+			return err
+		}
 		res, err := step(ctx, st, lr, window)
 		if err != nil {
 			return fmt.Errorf("step %d: %w", st.GlobalStep+1, err)

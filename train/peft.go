@@ -9,8 +9,8 @@ import (
 )
 
 // PeftArguments are TRL ModelConfig's LoRA keys, which GRPO and SFT configs share: with use_peft the policy
-// trains a peft LoRA adapter on frozen base weights (model/lora.go). lora_dropout must be 0 (TRL's default is
-// 0.05; dropout is not implemented).
+// trains a peft LoRA adapter on frozen base weights (model/lora.go). lora_dropout, in [0, 1), is peft's dropout
+// on the adapter's input, acting in the loss's forward only (model/lora.go says why).
 type PeftArguments struct {
 	UsePeft           bool     `yaml:"use_peft"`
 	LoraR             int      `yaml:"lora_r"`
@@ -19,9 +19,10 @@ type PeftArguments struct {
 	LoraTargetModules []string `yaml:"lora_target_modules"`
 }
 
-// DefaultPeftArguments returns TRL's and peft's defaults (dropout 0, see PeftArguments).
+// DefaultPeftArguments returns TRL ModelConfig's defaults (lora_r 16, lora_alpha 32, lora_dropout 0.05) and
+// peft's default target modules for Llama and Qwen2 (q_proj, v_proj).
 func DefaultPeftArguments() PeftArguments {
-	return PeftArguments{LoraR: 16, LoraAlpha: 32, LoraTargetModules: []string{"q_proj", "v_proj"}} // peft's default for Llama and Qwen2
+	return PeftArguments{LoraR: 16, LoraAlpha: 32, LoraDropout: 0.05, LoraTargetModules: []string{"q_proj", "v_proj"}}
 }
 
 // LoRA is the adapter configuration of p.
@@ -38,7 +39,7 @@ func (p *PeftArguments) Attach(m *model.Model, modelDir string, seed int64, log 
 		log = io.Discard
 	}
 	if lc := m.LoRA(); lc != nil {
-		fmt.Fprintf(log, "LoRA adapter of %s/%s: r %d, alpha %g, %v (base weights frozen)\n", modelDir, model.AdapterDir, lc.R, lc.Alpha, lc.TargetModules)
+		fmt.Fprintf(log, "LoRA adapter of %s/%s: r %d, alpha %g, dropout %g, %v (base weights frozen)\n", modelDir, model.AdapterDir, lc.R, lc.Alpha, lc.Dropout, lc.TargetModules)
 		return nil
 	}
 	if !p.UsePeft {
@@ -48,7 +49,7 @@ func (p *PeftArguments) Attach(m *model.Model, modelDir string, seed int64, log 
 		return err
 	}
 	lc := m.LoRA()
-	fmt.Fprintf(log, "LoRA: r %d, alpha %g, %v (base weights frozen)\n", lc.R, lc.Alpha, lc.TargetModules)
+	fmt.Fprintf(log, "LoRA: r %d, alpha %g, dropout %g, %v (base weights frozen)\n", lc.R, lc.Alpha, lc.Dropout, lc.TargetModules)
 	return nil
 }
 

@@ -40,7 +40,7 @@ func TestPeftAttach(t *testing.T) {
 	if lc := m.LoRA(); lc == nil || lc.R != 4 || lc.Alpha != 32 {
 		t.Fatalf("adapter %+v, want r 4, alpha 32", lc)
 	}
-	if got, want := log.String(), "LoRA: r 4, alpha 32, [q_proj v_proj] (base weights frozen)\n"; got != want {
+	if got, want := log.String(), "LoRA: r 4, alpha 32, dropout 0.05, [q_proj v_proj] (base weights frozen)\n"; got != want {
 		t.Errorf("log %q, want %q", got, want)
 	}
 	// A model that brings an adapter keeps it, whatever the arguments say.

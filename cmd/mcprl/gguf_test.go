@@ -31,7 +31,7 @@ fixtures: ../../examples/fixtures
 use_peft: true
 lora_r: 4
 lora_alpha: 8
-lora_dropout: 0.0
+lora_dropout: 0.05
 lora_target_modules: [q_proj, v_proj, down_proj]
 output_dir: %s
 learning_rate: 1.0e-3
@@ -79,6 +79,9 @@ temperature: 1.0
 	}
 	if trained.LoRA() == nil {
 		t.Fatal("final/ has no adapter")
+	}
+	if d := trained.LoRA().Dropout; d != 0.05 {
+		t.Errorf("final/adapter has lora_dropout %g, want the config's 0.05", d)
 	}
 	before, err := model.Load(backend, base)
 	if err != nil {

@@ -72,9 +72,36 @@ func TestTrainResumeAfterKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains three short runs")
 	}
+	resumeAfterKill(t, trainConfig(t, 4))
+}
+
+// The same with a LoRA adapter trained with lora_dropout: the resumed run
+// draws the dropout masks of the steps after the checkpoint that the
+// uninterrupted run drew (they derive from the seed and the step), and it
+// trains the adapter it loads from the checkpoint with its lora_dropout.
+func TestTrainResumeAfterKillLoRADropout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains three short runs")
+	}
+	cfg := trainConfig(t, 4)
+	lora := "use_peft: true\nlora_r: 4\nlora_alpha: 8\nlora_dropout: 0.1\nlora_target_modules: [q_proj, v_proj, down_proj]\n"
+	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(lora); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	resumeAfterKill(t, cfg)
+}
+
+// resumeAfterKill runs the 4-step config cfg uninterrupted, then again
+// killed after checkpoint-2 and resumed, and compares the metrics of steps
+// 3 and 4.
+func resumeAfterKill(t *testing.T, cfg string) {
 	bin := buildMcprl(t)
 	const steps = 4
-	cfg := trainConfig(t, steps)
 
 	whole := filepath.Join(t.TempDir(), "whole")
 	out, err := exec.Command(bin, "train", "--config", cfg, "--output-dir", whole).CombinedOutput()

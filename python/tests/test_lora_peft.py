@@ -1,13 +1,15 @@
 """LoRA adapters that mcprl trains load in peft: PeftModel on the base gives the logits of mcprl's merged model.
 
-mcprl imports the tiny Llama GGUF of model/testdata, runs two SFT steps with a LoRA adapter (use_peft) on the
-user's task, and merges the adapter (`mcprl model merge`). peft then loads final/adapter (adapter_config.json,
+mcprl imports the tiny Llama GGUF of model/testdata, runs two SFT steps with a LoRA adapter (use_peft, with TRL's
+default lora_dropout 0.05) on the user's task, and merges the adapter (`mcprl model merge`). peft then loads final/adapter (adapter_config.json,
 adapter_model.safetensors as mcprl wrote them) onto final/'s base weights, and transformers loads the merged
-directory: the two must give the same logits, so peft reads mcprl's files as mcprl means them.
+directory: the two must give the same logits, so peft reads mcprl's files as mcprl means them. peft reads the
+adapter's lora_dropout into its nn.Dropout modules; in eval mode (as mcprl's merge and evaluation) they do nothing.
 """
 
 from __future__ import annotations
 
+import json
 import pathlib
 
 import torch
@@ -22,7 +24,7 @@ fixtures: {repo}/examples/fixtures
 use_peft: true
 lora_r: 4
 lora_alpha: 8
-lora_dropout: 0.0
+lora_dropout: 0.05
 lora_target_modules: [q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj]
 output_dir: {out}
 learning_rate: 1.0e-2
@@ -46,7 +48,7 @@ def test_mcprl_adapter_loads_in_peft(mcprl: pathlib.Path, tmp_path: pathlib.Path
     cfg.write_text(CONFIG.format(base=base, repo=REPO, out=tmp_path / "sft"))
     run_mcprl(mcprl, "sft", "--config", str(cfg))
     final = tmp_path / "sft" / "final"
-    assert (final / "adapter" / "adapter_config.json").exists()
+    assert json.loads((final / "adapter" / "adapter_config.json").read_text())["lora_dropout"] == 0.05
     run_mcprl(mcprl, "model", "merge", "--model", str(final), "--out", str(tmp_path / "merged"))
 
     tokens = torch.tensor([[5, 80, 17, 200, 3, 99, 140, 7, 61, 250]])
@@ -54,6 +56,8 @@ def test_mcprl_adapter_loads_in_peft(mcprl: pathlib.Path, tmp_path: pathlib.Path
         plain = AutoModelForCausalLM.from_pretrained(final, dtype=torch.float32, attn_implementation="eager")
         base_logits = plain(input_ids=tokens).logits
         peft = PeftModel.from_pretrained(plain, final / "adapter").eval()
+        q_proj = peft.base_model.model.model.layers[0].self_attn.q_proj
+        assert q_proj.lora_dropout["default"].p == 0.05
         peft_logits = peft(input_ids=tokens).logits
         merged = AutoModelForCausalLM.from_pretrained(tmp_path / "merged", dtype=torch.float32,
                                                       attn_implementation="eager").eval()
