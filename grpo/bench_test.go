@@ -19,7 +19,8 @@ import (
 // mcprl half of scripts/bench-vs-trl.sh, which times TRL's step on the same model and batch. The model is
 // $MCPRL_BENCH_MODEL (a model directory) or the default tiny Qwen2 over 2,048 ids. $MCPRL_BENCH_PROMPT and
 // $MCPRL_BENCH_COMPLETION change the two lengths, and $MCPRL_BENCH_LORA_R > 0 trains a LoRA adapter of that
-// rank (lora_alpha 2r, the default target modules) instead of every weight (scripts/bench-smollm2-step.sh).
+// rank (lora_alpha 2r, the default target modules) instead of every weight (scripts/bench-smollm2-step.sh), with
+// lora_dropout $MCPRL_BENCH_LORA_DROPOUT percent (default 0).
 // It reports the process's peak resident memory (VmHWM) after the timed steps.
 func BenchmarkGRPOStep(b *testing.B) {
 	const batch = 8
@@ -36,8 +37,9 @@ func BenchmarkGRPOStep(b *testing.B) {
 	}
 	cfg := Default()
 	if r := benchEnvInt(b, "MCPRL_BENCH_LORA_R", 0); r > 0 {
-		// lora_dropout 0, as the steps README reports were timed.
-		cfg.UsePeft, cfg.LoraR, cfg.LoraAlpha, cfg.LoraDropout = true, r, float64(2*r), 0
+		// lora_dropout $MCPRL_BENCH_LORA_DROPOUT percent, default 0, as the steps README reports were timed.
+		cfg.UsePeft, cfg.LoraR, cfg.LoraAlpha = true, r, float64(2*r)
+		cfg.LoraDropout = float64(benchEnvInt(b, "MCPRL_BENCH_LORA_DROPOUT", 0)) / 100
 		if err := m.AddLoRA(cfg.LoRA(), 1); err != nil {
 			b.Fatal(err)
 		}
