@@ -1,6 +1,10 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/mcprl/mcprl/internal/buildinfo"
+)
 
 // newRootCmd builds the mcprl command tree. Each subcommand lives in its own
 // file of this package and is added here.
@@ -11,7 +15,7 @@ func newRootCmd() *cobra.Command {
 		Long:          "mcprl trains an LLM agent to call Model Context Protocol tools well: it samples N trajectories per task,\nruns every tool call against a live MCP sandbox, scores each with a verifiable reward and updates the policy\nrelative to its group's mean (GRPO).",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       version(),
+		Version:       buildinfo.String(),
 	}
 	root.SetVersionTemplate("mcprl {{.Version}}\n")
 	root.AddCommand(newTokenizeCmd())
