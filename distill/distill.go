@@ -1,11 +1,14 @@
 package distill
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/mcprl/mcprl/chat"
@@ -190,6 +193,27 @@ func WriteJSONL(w io.Writer, tasks []task.Task) error {
 		}
 	}
 	return nil
+}
+
+// WriteFile writes tasks to path (its directory created) with WriteJSONL.
+func WriteFile(path string, tasks []task.Task) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	if err := WriteJSONL(w, tasks); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return f.Close()
 }
 
 // writeMessage writes m as encoding/json would, but with each call's

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -13,7 +10,6 @@ import (
 	"github.com/mcprl/mcprl/eval"
 	"github.com/mcprl/mcprl/inputs"
 	"github.com/mcprl/mcprl/policy"
-	"github.com/mcprl/mcprl/task"
 )
 
 func newTasksDistillCmd() *cobra.Command {
@@ -85,7 +81,7 @@ Example:
 			if err != nil {
 				return err
 			}
-			if err := writeTasks(out, kept); err != nil {
+			if err := distill.WriteFile(out, kept); err != nil {
 				return err
 			}
 			fmt.Fprintf(stderr, "distill: %s\ndistill: wrote %d golden trajectories to %s\n", st, len(kept), out)
@@ -109,26 +105,4 @@ Example:
 	fl.IntVar(&b, "batch-size", 32, "trajectories sampled together (whole tasks)")
 	fl.BoolVar(&skipBad, "skip-bad-tasks", false, "skip bad lines of the tasks file (listed and counted) instead of failing")
 	return cmd
-}
-
-// writeTasks writes tasks to path with distill.WriteJSONL, which keeps each
-// golden call's arguments byte for byte.
-func writeTasks(path string, tasks []task.Task) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriter(f)
-	if err := distill.WriteJSONL(w, tasks); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return f.Close()
 }
