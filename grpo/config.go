@@ -257,6 +257,25 @@ func (c *Config) RewardWeights() []float64 {
 	return w
 }
 
+// RewardFuncs builds the configured reward functions, in the order of
+// Rewards (their weights are RewardWeights); a config without any is an
+// error.
+func (c *Config) RewardFuncs() ([]reward.Func, error) {
+	reg := reward.NewRegistry()
+	funcs := make([]reward.Func, 0, len(c.Rewards))
+	for _, r := range c.Rewards {
+		f, err := reg.New(r.Name)
+		if err != nil {
+			return nil, fmt.Errorf("rewards: %w", err)
+		}
+		funcs = append(funcs, f)
+	}
+	if len(funcs) == 0 {
+		return nil, errors.New("no rewards configured")
+	}
+	return funcs, nil
+}
+
 // Validate checks the values the way TRL's __post_init__ and the trainer do, and reports all problems.
 func (c *Config) Validate() error {
 	var ck train.Checker

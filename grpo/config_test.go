@@ -208,6 +208,27 @@ func TestRewardListedTwiceThroughAlias(t *testing.T) {
 	}
 }
 
+// RewardFuncs builds the listed rewards in order, an alias under the
+// reward's own name.
+func TestRewardFuncs(t *testing.T) {
+	cfg, err := Parse([]byte("rewards:\n  - name: seed\n  - {name: format, weight: 0.5}\n"), "r.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := cfg.RewardFuncs()
+	if err != nil || len(fs) != 2 || fs[0].Name() != "compute_mcp_reward" || fs[1].Name() != "format" {
+		t.Fatalf("RewardFuncs: %v, %v", fs, err)
+	}
+	cfg.Rewards[1].Name = "nonesuch"
+	if _, err := cfg.RewardFuncs(); err == nil || !strings.Contains(err.Error(), `rewards: unknown reward "nonesuch"`) {
+		t.Errorf("unknown reward: %v", err)
+	}
+	cfg.Rewards = nil
+	if _, err := cfg.RewardFuncs(); err == nil || err.Error() != "no rewards configured" {
+		t.Errorf("no rewards: %v", err)
+	}
+}
+
 func TestRewardWeightDefault(t *testing.T) {
 	cfg, err := Parse([]byte("rewards:\n  - name: seed\n  - {name: execution, weight: 0.5}\n"), "r.yaml")
 	if err != nil {

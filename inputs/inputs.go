@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/mcprl/mcprl/model"
+	"github.com/mcprl/mcprl/rollout"
 	"github.com/mcprl/mcprl/sandbox"
 	"github.com/mcprl/mcprl/task"
 	"github.com/mcprl/mcprl/tokenizer"
@@ -126,6 +127,16 @@ func (l *Loaded) loadTasks(ctx context.Context, o Options) error {
 		return err
 	}
 	return nil
+}
+
+// Jobs pairs every task with its fixture's sandbox factory, in order: one
+// rollout job per task.
+func (l *Loaded) Jobs() []rollout.Job {
+	jobs := make([]rollout.Job, len(l.Tasks))
+	for i := range l.Tasks {
+		jobs[i] = rollout.Job{Task: &l.Tasks[i], Factory: l.Sandboxes[l.Tasks[i].Fixture]}
+	}
+	return jobs
 }
 
 // WriteSkipped writes the skipped task lines to outputDir/skipped_tasks.txt

@@ -52,6 +52,11 @@ func TestLoadModelAndTasks(t *testing.T) {
 	if len(l.Sandboxes) != 1 || l.Sandboxes["customers"] == nil {
 		t.Errorf("sandboxes %v, want customers only", l.Sandboxes)
 	}
+	for i, j := range l.Jobs() {
+		if j.Task != &l.Tasks[i] || j.Factory != l.Sandboxes["customers"] {
+			t.Errorf("job %d: task %p factory %p, want task %d with the customers factory", i, j.Task, j.Factory, i)
+		}
+	}
 	if !strings.Contains(warn.String(), "matmul: ") {
 		t.Errorf("warnings %q: want the engines line", warn.String())
 	}

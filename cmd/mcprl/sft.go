@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mcprl/mcprl/rollout"
 	"github.com/mcprl/mcprl/sft"
 	"github.com/mcprl/mcprl/train"
 )
@@ -46,11 +45,7 @@ metrics.jsonl and final/ to output_dir in the same format as train.`,
 			if err := ws.WriteSkipped(cfg.OutputDir); err != nil {
 				return err
 			}
-			jobs := make([]rollout.Job, len(ws.Tasks))
-			for i := range ws.Tasks {
-				jobs[i] = rollout.Job{Task: &ws.Tasks[i], Factory: ws.Sandboxes[ws.Tasks[i].Fixture]}
-			}
-			jobs, skipped := sft.Demonstrated(jobs)
+			jobs, skipped := sft.Demonstrated(ws.Jobs())
 			if skipped > 0 {
 				fmt.Fprintf(stderr, "sft: skipped %d of %d tasks without a golden trajectory (%s)\n", skipped, len(ws.Tasks), cfg.Tasks)
 			}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/mcprl/mcprl/grpo"
 	"github.com/mcprl/mcprl/model"
-	"github.com/mcprl/mcprl/reward"
 	"github.com/mcprl/mcprl/train"
 )
 
@@ -56,17 +55,9 @@ that holds an earlier run's outputs unless --overwrite_output_dir deletes them.`
 			if err := ws.WriteSkipped(cfg.OutputDir); err != nil {
 				return err
 			}
-			reg := reward.NewRegistry()
-			var rewards []reward.Func
-			for _, r := range cfg.Rewards {
-				f, err := reg.New(r.Name)
-				if err != nil {
-					return fmt.Errorf("%s: rewards: %w", flags.config, err)
-				}
-				rewards = append(rewards, f)
-			}
-			if len(rewards) == 0 {
-				return fmt.Errorf("%s: no rewards configured", flags.config)
+			rewards, err := cfg.RewardFuncs()
+			if err != nil {
+				return fmt.Errorf("%s: %w", flags.config, err)
 			}
 			t := &grpo.Trainer{
 				Config: cfg, Model: ws.Model, Tokenizer: ws.Tokenizer, Template: ws.Template, TokenizerDir: ws.ModelDir,
