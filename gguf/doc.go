@@ -6,9 +6,11 @@
 // Open reads the header, metadata and tensor infos and checks, before any
 // tensor buffer is allocated, that every tensor lies inside the file, so a
 // truncated download is reported as one. Float32 returns a tensor's values
-// dequantized to float32: F32, F16, BF16, Q8_0, Q4_0 and Q4_1 are supported,
-// bit for bit as the gguf Python package (gguf-py) dequantizes them; any other
-// ggml type is an error that names it and the tensor.
+// dequantized to float32: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and the
+// k-quants Q2_K, Q3_K, Q4_K, Q5_K and Q6_K (those of llama.cpp's Q4_K_M, Q5_K_M
+// and other mixes) are supported, bit for bit as the gguf Python package
+// (gguf-py) dequantizes them; any other ggml type (the IQ and TQ types, MXFP4,
+// Q8_K) is an error that names it and the tensor.
 //
 // Write writes a file, streaming one tensor's data at a time, byte for byte as
 // gguf-py's GGUFWriter lays out the same metadata and tensors; Quantize encodes

@@ -67,7 +67,14 @@ const (
 	F16  TensorType = 1
 	Q4_0 TensorType = 2
 	Q4_1 TensorType = 3
+	Q5_0 TensorType = 6
+	Q5_1 TensorType = 7
 	Q8_0 TensorType = 8
+	Q2_K TensorType = 10
+	Q3_K TensorType = 11
+	Q4_K TensorType = 12
+	Q5_K TensorType = 13
+	Q6_K TensorType = 14
 	BF16 TensorType = 30
 )
 

@@ -1,6 +1,7 @@
 package gguf_test
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -82,8 +83,39 @@ func TestMetadata(t *testing.T) {
 // bytes (expected.gguf): random tensors of each supported type and rows of SmolLM2-135M-Instruct's Q8_0
 // embedding, Q4_1 feed-forward and F32 norm.
 func TestDequantizeMatchesGGUFPy(t *testing.T) {
-	r := open(t, "testdata/types.gguf")
+	types := compareDequantized(t, "testdata/types.gguf", "testdata/expected.gguf")
+	for _, ty := range []gguf.TensorType{gguf.F32, gguf.F16, gguf.BF16, gguf.Q8_0, gguf.Q4_0, gguf.Q4_1} {
+		if !types[ty] {
+			t.Errorf("no %s tensor compared", ty)
+		}
+	}
 	exp := open(t, "testdata/expected.gguf")
+	if _, ok := exp.Tensor("smollm2.blk.0.ffn_gate.weight"); !ok {
+		t.Error("testdata lacks the SmolLM2 rows (regenerate with the model file, see gen.py)")
+	}
+}
+
+// TestDequantizeKQuantsMatchGGUFPy compares the k-quants (random super-blocks with finite f16 scales, among them
+// 0, -0, a negative, a subnormal and float16's maximum) and Q5_0, Q5_1 bit for bit with gguf-py's
+// dequantization of the same bytes (testdata/gen_kquant.py).
+func TestDequantizeKQuantsMatchGGUFPy(t *testing.T) {
+	types := compareDequantized(t, "testdata/kquant.gguf", "testdata/kquant_expected.gguf")
+	for _, ty := range []gguf.TensorType{gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.Q5_0, gguf.Q5_1} {
+		if !types[ty] {
+			t.Errorf("no %s tensor compared", ty)
+		}
+		if !gguf.CanDequantize(ty) {
+			t.Errorf("CanDequantize(%s) = false", ty)
+		}
+	}
+}
+
+// compareDequantized checks that every tensor of the F32 file expected has the same shape and bits as the
+// same-named tensor of file dequantized by package gguf, and returns the types compared.
+func compareDequantized(t *testing.T, file, expected string) map[gguf.TensorType]bool {
+	t.Helper()
+	r := open(t, file)
+	exp := open(t, expected)
 	types := map[gguf.TensorType]bool{}
 	for _, e := range exp.Tensors {
 		got, err := r.Float32(e.Name)
@@ -108,24 +140,17 @@ func TestDequantizeMatchesGGUFPy(t *testing.T) {
 			}
 		}
 	}
-	for _, ty := range []gguf.TensorType{gguf.F32, gguf.F16, gguf.BF16, gguf.Q8_0, gguf.Q4_0, gguf.Q4_1} {
-		if !types[ty] {
-			t.Errorf("no %s tensor compared", ty)
-		}
-	}
-	if _, ok := exp.Tensor("smollm2.blk.0.ffn_gate.weight"); !ok {
-		t.Error("testdata lacks the SmolLM2 rows (regenerate with the model file, see gen.py)")
-	}
+	return types
 }
 
 func TestUnsupportedType(t *testing.T) {
-	r := open(t, "testdata/types.gguf")
-	_, err := r.Float32("q4_k")
-	if err == nil || !strings.Contains(err.Error(), `"q4_k" has type Q4_K`) || !strings.Contains(err.Error(), "Q4_1") {
+	r := open(t, "testdata/kquant.gguf")
+	_, err := r.Float32("iq4_xs")
+	if err == nil || !strings.Contains(err.Error(), `"iq4_xs" has type IQ4_XS`) || !strings.Contains(err.Error(), "Q6_K") {
 		t.Fatalf("err = %v", err)
 	}
-	raw, err := r.Raw("q4_k") // the bytes of a type it cannot dequantize are still readable
-	if err != nil || len(raw) != 2*144 {
+	raw, err := r.Raw("iq4_xs") // the bytes of a type it cannot dequantize are still readable
+	if err != nil || len(raw) != 2*136 {
 		t.Fatalf("Raw: %d bytes, %v", len(raw), err)
 	}
 }
@@ -154,6 +179,32 @@ func TestTruncated(t *testing.T) {
 		}
 		if n > int(r.DataOffset) && !strings.Contains(msg, `truncated: tensor "`) {
 			t.Errorf("cut at %d (in the data): %v", n, err)
+		}
+	}
+}
+
+// TestTruncatedKQuant cuts the file in the middle of each k-quant tensor: Open refuses it naming that tensor.
+func TestTruncatedKQuant(t *testing.T) {
+	full, err := os.ReadFile("testdata/kquant.gguf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := open(t, "testdata/kquant.gguf")
+	path := filepath.Join(t.TempDir(), "cut.gguf")
+	for _, ti := range r.Tensors {
+		if !strings.HasSuffix(ti.Type.String(), "_K") {
+			continue
+		}
+		n, err := ti.NumBytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, full[:r.DataOffset+int64(ti.Offset+n/2)], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err = gguf.Open(path)
+		if want := fmt.Sprintf("truncated: tensor %q (%s", ti.Name, ti.Type); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("cut inside %s: %v, want %q", ti.Name, err, want)
 		}
 	}
 }

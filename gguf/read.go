@@ -596,8 +596,8 @@ func (r *Reader) Raw(name string) ([]byte, error) {
 }
 
 // Float32 returns the named tensor's values as float32 in ggml's order (Dims[0]
-// fastest, which is row-major over Shape), dequantized from F32, F16, BF16,
-// Q8_0, Q4_0 or Q4_1. Other types are an error naming the type and the tensor.
+// fastest, which is row-major over Shape), dequantized from any type of
+// DequantizableTypes. Other types are an error naming the type and the tensor.
 func (r *Reader) Float32(name string) ([]float32, error) {
 	t, ok := r.Tensor(name)
 	if !ok {
@@ -618,9 +618,10 @@ func (r *Reader) Float32(name string) ([]float32, error) {
 }
 
 func supportedList() string {
-	names := make([]string, len(dequantizers))
-	for i, d := range dequantizers {
-		names[i] = d.t.String()
+	types := DequantizableTypes()
+	names := make([]string, len(types))
+	for i, t := range types {
+		names[i] = t.String()
 	}
 	return strings.Join(names, ", ")
 }

@@ -168,7 +168,7 @@ func ImportGGUF(path, dir string, opts ImportOptions) (*Config, error) {
 			return nil, fmt.Errorf("gguf %s: tensor %s (%s) missing", path, ggufName(p.name), p.name)
 		}
 		if !gguf.CanDequantize(t.Type) {
-			return nil, fmt.Errorf("gguf %s: tensor %s has type %s, which cannot be imported (F32, F16, BF16, Q8_0, Q4_0, Q4_1)", path, t.Name, t.Type)
+			return nil, fmt.Errorf("gguf %s: tensor %s has type %s, which cannot be imported (supported: %v)", path, t.Name, t.Type, gguf.DequantizableTypes())
 		}
 		want := p.shape
 		if grown(p.name) {

@@ -3,6 +3,7 @@ package model
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -127,8 +128,13 @@ func TestImportGGUFRejects(t *testing.T) {
 	i := bytes.Index(full, key) + len(key) + 4 + 8 // type, string length
 	gemma := slices.Clone(full)
 	copy(gemma[i:], "gemma")
+	// blk.0.attn_q.weight's type, Q4_0, becomes IQ4_NL, which has the same block size: a type it cannot import.
+	name := []byte("blk.0.attn_q.weight")
+	i = bytes.Index(full, name) + len(name) + 4 + 2*8 // n_dims, two dims
+	iq4nl := slices.Clone(full)
+	binary.LittleEndian.PutUint32(iq4nl[i:], 20)
 	for _, c := range []struct{ name, path, want string }{
-		{"Q4_K", "testdata/tiny-q4k.gguf", "tensor blk.0.ffn_down.weight has type Q4_K"},
+		{"IQ4_NL", write("iq4nl.gguf", iq4nl), "tensor blk.0.attn_q.weight has type IQ4_NL, which cannot be imported (supported: [F32 F16 BF16 Q8_0"},
 		{"architecture", write("gemma.gguf", gemma), `architecture "gemma" is not supported`},
 		{"truncated", write("cut.gguf", full[:len(full)-100]), "truncated: tensor"},
 		{"no model metadata", "../gguf/testdata/types.gguf", `"llama.block_count" missing`},
