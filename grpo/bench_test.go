@@ -2,9 +2,11 @@ package grpo
 
 import (
 	"bufio"
+	"math"
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,7 +23,7 @@ import (
 // $MCPRL_BENCH_COMPLETION change the two lengths, and $MCPRL_BENCH_LORA_R > 0 trains a LoRA adapter of that
 // rank (lora_alpha 2r, the default target modules) instead of every weight (scripts/bench-smollm2-step.sh), with
 // lora_dropout $MCPRL_BENCH_LORA_DROPOUT percent (default 0).
-// It reports the process's peak resident memory (VmHWM) after the timed steps.
+// It reports the CPU time per step and the process's peak resident memory (VmHWM) after the timed steps.
 func BenchmarkGRPOStep(b *testing.B) {
 	const batch = 8
 	prompt, completion := benchEnvInt(b, "MCPRL_BENCH_PROMPT", 128), benchEnvInt(b, "MCPRL_BENCH_COMPLETION", 128)
@@ -71,10 +73,14 @@ func BenchmarkGRPOStep(b *testing.B) {
 	step() // compiles the graph for this shape
 	b.Logf("first step (graph construction, differentiation and compilation included): %.2f s", time.Since(t0).Seconds())
 	b.ResetTimer()
+	cpu0 := cpuSeconds()
 	for range b.N {
 		step()
 	}
 	b.StopTimer()
+	// CPU time per step (user + system, every thread): on a machine whose other users take cores it moves far
+	// less than the wall time, so before/after comparisons there read it.
+	b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N), "cpu-s/op")
 	if kb, err := peakRSSKiB(); err == nil {
 		b.ReportMetric(float64(kb)/1024, "peak-RSS-MiB")
 	}
@@ -101,6 +107,15 @@ func benchEnvInt(b *testing.B, name string, def int) int {
 		b.Fatalf("$%s: %v", name, err)
 	}
 	return n
+}
+
+// cpuSeconds is the CPU time this process has used so far (user and system, all threads).
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return math.NaN()
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 // peakRSSKiB is the process's peak resident set size (VmHWM in /proc/self/status, Linux).
