@@ -24,9 +24,9 @@ func logProbChunkRows(v int) int { return max(1, logProbChunkElements/v) }
 //
 // The logits of rows positions at a time are formed, reduced to their log-sum-exp and the picked entry, and
 // dropped, so no [B, T, V] tensor exists: the forward pass holds one [rows, V] chunk, and so does the backward,
-// which recomputes each chunk's logits from h and w and applies the closed-form gradient of log_softmax followed
-// by a pick, dlogits = v ⊙ (onehot(target) - softmax(logits)) / temperature, then dh = dlogits · w and
-// dw = dlogitsᵀ · h, chunk by chunk.
+// which recomputes each chunk's logits from h and w (when there are several; a single chunk's are kept) and
+// applies the closed-form gradient of log_softmax followed by a pick, dlogits = v ⊙ (onehot(target) -
+// softmax(logits)) / temperature, then dh = dlogits · w and dw = dlogitsᵀ · h, chunk by chunk.
 //
 // GoMLX attaches custom gradients to single tensors only (IdentityWithCustomGradient), so the output is
 // lp + link, where lp is computed from stopped copies of h and w and the link is exactly zero:
@@ -56,8 +56,8 @@ func tokenLogProbs(h, w, tokens *Node, temperature float64, rows, from int) *Nod
 	}
 	src = StopGradient(Reshape(src, n, d))
 	type chunk struct {
-		x, idx, maxLogit, logSum *Node
-		from, to                 int
+		x, idx, logits, maxLogit, logSum *Node
+		from, to                         int
 	}
 	logits := func(x *Node) *Node {
 		l := DotGeneral(x, []int{1}, nil, wFixed, []int{1}, nil) // [rows, V]
@@ -74,6 +74,7 @@ func tokenLogProbs(h, w, tokens *Node, temperature float64, rows, from int) *Nod
 		r := to - from
 		c.idx = Concatenate([]*Node{Iota(g, shapeInt32(r, 1), 0), Reshape(SliceAxis(target, 0, AxisRange(from, to)), r, 1)}, 1) // [r, 2]
 		l := logits(c.x)
+		c.logits = l
 		// As GoMLX's LogSoftmax, value for value: (x - max) - log(sum(exp(x - max))).
 		c.maxLogit = ReduceAndKeep(l, ReduceMax, -1)                          // [r, 1]
 		c.logSum = Log(ReduceAndKeep(Exp(Sub(l, c.maxLogit)), ReduceSum, -1)) // [r, 1]
@@ -103,7 +104,11 @@ func tokenLogProbs(h, w, tokens *Node, temperature float64, rows, from int) *Nod
 		for _, c := range chunks {
 			r := c.to - c.from
 			vc := SliceAxis(v, 0, AxisRange(c.from, c.to))
-			p := Exp(Sub(Sub(logits(c.x), c.maxLogit), c.logSum))                   // softmax [r, V]
+			l := c.logits // one chunk: its forward logits are at most a chunk's memory; kept rather than recomputed
+			if len(chunks) > 1 {
+				l = logits(c.x)
+			}
+			p := Exp(Sub(Sub(l, c.maxLogit), c.logSum))                             // softmax [r, V]
 			dl := ScatterSum(Mul(p, Neg(Reshape(vc, r, 1))), c.idx, vc, true, true) // v ⊙ (onehot - p)
 			if temperature != 1 {
 				dl = MulScalar(dl, scale)
