@@ -190,13 +190,14 @@ func (l *Lib) smallDots(batch, m, n, k int, a, b []float32, bCrossFirst bool, c 
 	blocks := max(1, n/align)
 	parts = min(parts, blocks)
 	parallel(batch*parts, m*n*k/parts/smallCost, func(lo, hi int) {
+		var scratch []float32
 		for u := lo; u < hi; u++ {
 			i, j := u/parts, u%parts
 			n0, n1 := j*blocks/parts*align, (j+1)*blocks/parts*align
 			if j == parts-1 {
 				n1 = n
 			}
-			smallDot(m, n, k, a[i*m*k:(i+1)*m*k], b[i*n*k:(i+1)*n*k], bCrossFirst, c[i*m*n:(i+1)*m*n], n0, n1)
+			smallDot(m, n, k, a[i*m*k:(i+1)*m*k], b[i*n*k:(i+1)*n*k], bCrossFirst, c[i*m*n:(i+1)*m*n], n0, n1, &scratch)
 		}
 	})
 }

@@ -24,8 +24,9 @@ func smallAlign(bCrossFirst bool) int {
 
 // smallDot sets columns n0..n1-1 of c [m, n] to a [m, k] times b ([n, k] when bCrossFirst: c = a·bᵀ, else
 // [k, n]: c = a·b), four rows at a time on the AVX-512 kernels; n0 is a multiple of smallAlign. Rows beyond the
-// last multiple of four are computed through a zero-padded copy, columns beyond the last block in Go.
-func smallDot(m, n, k int, a, b []float32, bCrossFirst bool, c []float32, n0, n1 int) {
+// last multiple of four are computed through a zero-padded copy in *scratch (grown as needed), columns beyond
+// the last block in Go.
+func smallDot(m, n, k int, a, b []float32, bCrossFirst bool, c []float32, n0, n1 int, scratch *[]float32) {
 	align := smallAlign(bCrossFirst)
 	nb := (n1 - n0) / align
 	full := m &^ 3
@@ -33,10 +34,12 @@ func smallDot(m, n, k int, a, b []float32, bCrossFirst bool, c []float32, n0, n1
 		smallBlock(a[i*k:(i+4)*k], k, b, n, bCrossFirst, c[i*n+n0:], n, n0, nb)
 	}
 	if rest := m - full; rest > 0 {
-		pa := make([]float32, 4*k)
-		copy(pa, a[full*k:m*k])
 		w := n1 - n0
-		pc := make([]float32, 4*w)
+		if cap(*scratch) < 4*k+4*w {
+			*scratch = make([]float32, 4*k+4*w)
+		}
+		pa, pc := (*scratch)[:4*k], (*scratch)[4*k:4*k+4*w]
+		clear(pa[copy(pa, a[full*k:m*k]):])
 		smallBlock(pa, k, b, n, bCrossFirst, pc, w, n0, nb)
 		for i := range rest {
 			copy(c[(full+i)*n+n0:(full+i)*n+n0+nb*align], pc[i*w:i*w+nb*align])

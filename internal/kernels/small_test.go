@@ -12,6 +12,7 @@ func TestSmallDot(t *testing.T) {
 	if !haveAVX512 {
 		t.Skip("no AVX-512 on this CPU")
 	}
+	var scratch []float32 // reused with leftovers of earlier products in it
 	for _, bCrossFirst := range []bool{true, false} {
 		align := smallAlign(bCrossFirst)
 		for _, k := range []int{16, 64, 80, 256} {
@@ -25,7 +26,7 @@ func TestSmallDot(t *testing.T) {
 						}
 						c := fillSin(m*n, 9) // columns outside n0..n1 must stay
 						before := append([]float32(nil), c...)
-						smallDot(m, n, k, a, b, bCrossFirst, c, n0, n1)
+						smallDot(m, n, k, a, b, bCrossFirst, c, n0, n1, &scratch)
 						for i := range m {
 							for j := range n {
 								got := c[i*n+j]
