@@ -1,6 +1,11 @@
 package grpo
 
-import "math"
+import (
+	"math"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:staticcheck // GoMLX graph code reads best with the dot import.
+)
 
 // ImportanceSampling is TRL's importance-sampling correction of the gap between the log-probs a sampler
 // reported and the trainer's recomputation of them (GRPOTrainer._generate_and_score_completions with
@@ -91,4 +96,96 @@ func (c *Config) ImportanceSampling(old, sampling, mask []float32, batch, length
 		metrics["sampling/importance_sampling_ratio/max"] = hi
 	}
 	return ratio, metrics
+}
+
+// isSums are the per-micro-batch partial sums from which the importance-sampling metrics of a whole generation
+// batch are assembled (importanceSamplingGraph's outputs, in this order).
+type isSums struct {
+	deltaSum, deltaMax, deltaN           float64 // |old - sampling| over loss tokens: sum, max, count
+	ratioMin, ratioMax, ratioSum, ratioN float64
+}
+
+// add merges another micro-batch's sums.
+func (s *isSums) add(o isSums) {
+	s.deltaSum += o.deltaSum
+	s.deltaMax = max(s.deltaMax, o.deltaMax)
+	s.deltaN += o.deltaN
+	s.ratioMin, s.ratioMax = min(s.ratioMin, o.ratioMin), max(s.ratioMax, o.ratioMax)
+	s.ratioSum += o.ratioSum
+	s.ratioN += o.ratioN
+}
+
+// newISSums reads importanceSamplingGraph's outputs.
+func newISSums(v []float64) isSums {
+	return isSums{deltaSum: v[0], deltaMax: v[1], deltaN: v[2], ratioMin: v[3], ratioMax: v[4], ratioSum: v[5], ratioN: v[6]}
+}
+
+// metrics are ImportanceSampling's metrics from the sums.
+func (s *isSums) metrics() map[string]float64 {
+	m := map[string]float64{
+		"sampling/sampling_logp_difference/mean":  0,
+		"sampling/sampling_logp_difference/max":   0,
+		"sampling/importance_sampling_ratio/min":  0,
+		"sampling/importance_sampling_ratio/mean": 0,
+		"sampling/importance_sampling_ratio/max":  0,
+	}
+	if s.deltaN > 0 {
+		m["sampling/sampling_logp_difference/mean"] = s.deltaSum / s.deltaN
+		m["sampling/sampling_logp_difference/max"] = s.deltaMax
+	}
+	if s.ratioN > 0 {
+		m["sampling/importance_sampling_ratio/min"] = s.ratioMin
+		m["sampling/importance_sampling_ratio/mean"] = s.ratioSum / s.ratioN
+		m["sampling/importance_sampling_ratio/max"] = s.ratioMax
+	}
+	return m
+}
+
+// isSumsCount is the number of importanceSamplingGraph's metric outputs.
+const isSumsCount = 7
+
+// importanceSamplingGraph is ImportanceSampling inside the training graph, for micro-batches whose old
+// log-probs are the graph's own (the policy has not moved since sampling: num_iterations 1 and one optimizer
+// step per generation batch), so that no separate forward pass computes them. old, sampling and mask are
+// [B, T]; it returns the ratio [B, T] (old's dtype) and the isSums of this micro-batch as float64 scalars. It
+// computes in float64 with ImportanceSampling's expressions.
+func (c *Config) importanceSamplingGraph(old, sampling, mask *Node) (ratio *Node, sums []*Node) {
+	g := old.Graph()
+	f64 := func(x *Node) *Node { return ConvertDType(x, dtypes.Float64) }
+	in := NotEqual(mask, ZerosLike(mask))
+	zero := ScalarZero(g, dtypes.Float64)
+	lo, hi := math.Inf(-1), math.Inf(1)
+	if c.VLLMImportanceSamplingClipMin != nil {
+		lo = *c.VLLMImportanceSamplingClipMin
+	}
+	if c.VLLMImportanceSamplingClipMax != nil {
+		hi = *c.VLLMImportanceSamplingClipMax
+	}
+	loN, hiN := Scalar(g, dtypes.Float64, lo), Scalar(g, dtypes.Float64, hi)
+	constrain := func(r *Node) *Node {
+		switch c.VLLMImportanceSamplingMode {
+		case ISTokenTruncate, ISSequenceTruncate:
+			return Min(Max(r, loN), hiN)
+		default:
+			return Where(Or(LessThan(r, loN), GreaterThan(r, hiN)), ZerosLike(r), r)
+		}
+	}
+	d := Where(in, Mul(Sub(f64(old), f64(sampling)), f64(mask)), ZerosLike(f64(old))) // (old - sampling) * mask on loss tokens
+	absD := Abs(Where(in, Sub(f64(old), f64(sampling)), ZerosLike(d)))
+	count := ReduceAllSum(ConvertDType(in, dtypes.Float64))
+	sums = []*Node{ReduceAllSum(absD), Max(ReduceAllMax(absD), zero), count}
+	inf, negInf := Scalar(g, dtypes.Float64, math.Inf(1)), Scalar(g, dtypes.Float64, math.Inf(-1))
+	sequence := c.VLLMImportanceSamplingMode == ISSequenceTruncate || c.VLLMImportanceSamplingMode == ISSequenceMask
+	var r *Node
+	if sequence {
+		perSeq := constrain(Exp(ReduceSum(d, -1))) // [B]
+		r = BroadcastToDims(ExpandAxes(perSeq, -1), old.Shape().Dimensions...)
+		sums = append(sums, ReduceAllMin(perSeq), ReduceAllMax(perSeq), ReduceAllSum(perSeq), Scalar(g, dtypes.Float64, float64(perSeq.Shape().Dim(0))))
+	} else {
+		r = constrain(Exp(d)) // exp(0) = 1 off the loss tokens, as TRL's masked positions
+		sums = append(sums, ReduceAllMin(Where(in, r, BroadcastToDims(inf, r.Shape().Dimensions...))),
+			ReduceAllMax(Where(in, r, BroadcastToDims(negInf, r.Shape().Dimensions...))),
+			ReduceAllSum(Where(in, r, ZerosLike(r))), count)
+	}
+	return ConvertDType(r, old.DType()), sums
 }

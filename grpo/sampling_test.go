@@ -79,6 +79,21 @@ func TestImportanceSamplingMatchesTRL(t *testing.T) {
 			if len(metrics) != len(c.Metrics) {
 				t.Errorf("metrics %v, TRL logs %v", metrics, c.Metrics)
 			}
+			// Inside the training graph, over two micro-batches: the same ratios and, merged, the same metrics.
+			graphRatio, graphMetrics := importanceSamplingInGraph(t, &cfg, f32(in.LogP), f32(in.SamplingLogP), f32(in.Mask), batch, length)
+			for i := range ratio {
+				if graphRatio[i] != ratio[i] {
+					t.Errorf("in the graph: ratio[%d][%d] = %v, ImportanceSampling %v", i/length, i%length, graphRatio[i], ratio[i])
+				}
+			}
+			for k, w := range metrics {
+				if got, ok := graphMetrics[k]; !ok || !close64(got, w, 1e-12) {
+					t.Errorf("in the graph: %s = %v (present %v), ImportanceSampling %v", k, got, ok, w)
+				}
+			}
+			if len(graphMetrics) != len(metrics) {
+				t.Errorf("in the graph: metrics %v, ImportanceSampling %v", graphMetrics, metrics)
+			}
 			for _, lt := range []string{LossGRPO, LossDAPO} {
 				w := c.Losses[lt]
 				loss, grad := lossWithRatio(t, lt, in.LogP, in.Mask, in.Advantages, c.Ratio, in.NumItemsInBatch)
@@ -93,6 +108,41 @@ func TestImportanceSamplingMatchesTRL(t *testing.T) {
 			}
 		})
 	}
+}
+
+// importanceSamplingInGraph runs importanceSamplingGraph on the first rows and on the rest as two micro-batches
+// and returns the ratios and the merged metrics.
+func importanceSamplingInGraph(t *testing.T, cfg *Config, old, sampling, mask []float32, batch, length int) ([]float32, map[string]float64) {
+	t.Helper()
+	exec, err := NewExec(testBackend(), func(o, s, m *Node) []*Node {
+		r, sums := cfg.importanceSamplingGraph(o, s, m)
+		return append([]*Node{r}, sums...)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ratio []float32
+	var sums isSums
+	for k, rows := range [][2]int{{0, batch / 2}, {batch / 2, batch}} {
+		part := func(x []float32) *tensors.Tensor {
+			return tensors.FromFlatDataAndDimensions(append([]float32(nil), x[rows[0]*length:rows[1]*length]...), rows[1]-rows[0], length)
+		}
+		outs, err := exec.Exec(part(old), part(sampling), part(mask))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ratio = append(ratio, tensors.MustCopyFlatData[float32](outs[0])...)
+		v := make([]float64, isSumsCount)
+		for i := range v {
+			v[i] = tensors.ToScalar[float64](outs[1+i])
+		}
+		if k == 0 {
+			sums = newISSums(v)
+		} else {
+			sums.add(newISSums(v))
+		}
+	}
+	return ratio, sums.metrics()
 }
 
 func deref(p *float64) any {

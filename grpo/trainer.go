@@ -159,6 +159,22 @@ func (t *Trainer) recordGeneration(st *train.State) error {
 	return err
 }
 
+// isInGraph reports whether the training graph computes the importance-sampling correction from its own
+// forward pass: the policy has not moved since it sampled (Config.NeedsOldLogProbs false) and that forward pass
+// is the one the old log-probs would come from (no LoRA dropout in it).
+func (t *Trainer) isInGraph() bool {
+	cfg := t.Config
+	dropout := t.Model.LoRA() != nil && t.Model.LoRA().Dropout > 0 && !cfg.DisableDropout
+	return cfg.VLLMImportanceSamplingCorrection && !cfg.NeedsOldLogProbs() && !dropout
+}
+
+// needsOldLogProbs reports whether a forward pass computes each generation batch's old log-probs before its
+// optimizer steps: the policy moves in between, or the importance-sampling correction needs them and the
+// training graph cannot take them from its own forward pass.
+func (t *Trainer) needsOldLogProbs() bool {
+	return t.Config.NeedsOldLogProbs() || (t.Config.VLLMImportanceSamplingCorrection && !t.isInGraph())
+}
+
 // compile builds the training and log-prob graphs (compiled per shape on
 // first use, then reused).
 func (t *Trainer) compile() error {
@@ -173,7 +189,7 @@ func (t *Trainer) compile() error {
 		return func(ctx *mlctx.Context, ins []*Node) []*Node {
 			in := lossInputs{tokens: ins[0], attn: ins[1], mask: ins[2], adv: ins[3], numItems: ins[4]}
 			i := 5
-			if cfg.NeedsOldLogProbs() || cfg.VLLMImportanceSamplingCorrection {
+			if t.needsOldLogProbs() {
 				in.old = ins[i]
 				i++
 			}
@@ -182,7 +198,7 @@ func (t *Trainer) compile() error {
 				i++
 			}
 			if cfg.VLLMImportanceSamplingCorrection {
-				in.isRatio = ins[i]
+				in.isRatio = ins[i] // the ratio, or the sampler's log-probs when the graph computes it
 				i++
 			}
 			if last {
@@ -197,6 +213,12 @@ func (t *Trainer) compile() error {
 			// The loss's forward is a training one (a LoRA adapter's dropout acts) unless disable_dropout.
 			ctx.SetTraining(in.tokens.Graph(), !cfg.DisableDropout)
 			logp := t.Model.TokenLogProbsFrom(ctx, in.tokens, in.attn, cfg.Temperature, from)
+			var isSums []*Node
+			if t.isInGraph() {
+				// The policy has not moved since it sampled: the old log-probs are this forward pass's own,
+				// so the correction is computed here rather than after a separate forward pass.
+				in.isRatio, isSums = cfg.importanceSamplingGraph(StopGradient(logp), in.isRatio, in.mask)
+			}
 			out, err := Loss(lossCfg, LossInputs{
 				LogP: logp, OldLogP: in.old, RefLogP: in.ref, Mask: in.mask,
 				Advantages: in.adv, NumItemsInBatch: in.numItems, ImportanceSamplingRatio: in.isRatio,
@@ -214,6 +236,7 @@ func (t *Trainer) compile() error {
 			if cfg.Beta > 0 {
 				results = append(results, out.KL)
 			}
+			results = append(results, isSums...)
 			if !last {
 				if err := opt.AccumulateGraph(ctx, t.vars, grads); err != nil {
 					panic(err)
@@ -267,8 +290,10 @@ type generation struct {
 	length     int       // padded sequence length (a shape bucket)
 	numItems   float32   // policy-sampled tokens in the whole batch (dapo's normaliser)
 	old, ref   []float32 // per-token log-probs [len(trajs) * length] when needed
-	isRatio    []float32 // importance-sampling correction [len(trajs) * length], nil when off
-	metrics    map[string]float64
+	// isRatio is the importance-sampling correction [len(trajs) * length], nil when off; when the training
+	// graph computes it (the policy has not moved since sampling), the sampler's log-probs instead.
+	isRatio []float32
+	metrics map[string]float64
 	// samples are the batch's trajectories as saved to completions.jsonl (their step set when logged).
 	samples []report.Completion
 }
@@ -370,17 +395,23 @@ func (t *Trainer) generate(ctx context.Context, st *train.State) (*generation, e
 		}
 	}
 	gen.length = train.SequenceBucket(longest)
-	if cfg.NeedsOldLogProbs() || cfg.VLLMImportanceSamplingCorrection {
+	if t.needsOldLogProbs() {
 		if gen.old, err = t.batchLogProbs(t.logProbs, gen); err != nil {
 			return nil, err
 		}
 	}
 	if cfg.VLLMImportanceSamplingCorrection {
 		sampling, mask := gen.samplingLogProbs(cfg)
-		var m map[string]float64
-		gen.isRatio, m = cfg.ImportanceSampling(gen.old, sampling, mask, len(gen.trajs), gen.length)
-		for k, v := range m {
-			gen.metrics[k] = v
+		if t.isInGraph() {
+			// One optimizer step on weights that sampled the batch: the training graph's own forward pass
+			// gives the old log-probs, and the graph computes the correction and its metrics (optimizerStep).
+			gen.isRatio = sampling
+		} else {
+			var m map[string]float64
+			gen.isRatio, m = cfg.ImportanceSampling(gen.old, sampling, mask, len(gen.trajs), gen.length)
+			for k, v := range m {
+				gen.metrics[k] = v
+			}
 		}
 	}
 	if cfg.Beta > 0 {
@@ -677,6 +708,8 @@ func (t *Trainer) optimizerStep(gen *generation, offset int, lr float64) (loss, 
 	cfg := t.Config
 	bs, ga := cfg.PerDeviceTrainBatchSize, cfg.GradientAccumulationSteps
 	perGen := len(gen.trajs) / bs
+	inGraphIS := t.isInGraph()
+	var is isSums
 	for k := 0; k < ga; k++ {
 		mb := (offset*ga + k) % perGen
 		tokens, attn, mask, adv, old, ref, isRatio, err := t.microBatch(gen, mb*bs, (mb+1)*bs)
@@ -705,13 +738,29 @@ func (t *Trainer) optimizerStep(gen *generation, offset int, lr float64) (loss, 
 		}
 		loss += float64(tensors.ToScalar[float32](res[0]))
 		m := map[string]float64{}
-		for i, key := range metricKeys(cfg) {
+		keys := metricKeys(cfg)
+		for i, key := range keys {
 			m[key] = float64(tensors.ToScalar[float32](res[1+i]))
 		}
 		metrics = append(metrics, m)
+		if inGraphIS {
+			v := make([]float64, isSumsCount)
+			for i := range v {
+				v[i] = tensors.ToScalar[float64](res[1+len(keys)+i])
+			}
+			if k == 0 {
+				is = newISSums(v)
+			} else {
+				is.add(newISSums(v))
+			}
+		}
 		if k == ga-1 {
 			gradNorm = float64(tensors.ToScalar[float32](res[len(res)-1]))
 		}
+	}
+	if inGraphIS {
+		// Over the whole generation batch, as ImportanceSampling computes them: this is its one step.
+		metrics = append(metrics, is.metrics())
 	}
 	return loss, gradNorm, metrics, nil
 }

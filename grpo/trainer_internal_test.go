@@ -234,3 +234,82 @@ func benchlessBackend(t *testing.T) backends.Backend {
 	}
 	return be
 }
+
+// With num_iterations 1 and one optimizer step per generation batch the training graph computes the
+// importance-sampling correction from its own forward pass; the step's loss, gradient norm and sampling/*
+// metrics equal those of the separate forward pass and Config.ImportanceSampling (num_iterations 2, one
+// step), for sampler log-probs that move ratios below 1, near 1 and (masked) above the clip, over two
+// micro-batches.
+func TestImportanceSamplingInTrainingGraph(t *testing.T) {
+	const batch, prompt, completion = 8, 64, 64
+	length := prompt + completion
+	run := func(iterations int) (loss, norm float64, metrics map[string]float64) {
+		m, err := model.New(benchlessBackend(t), model.TinyConfig(300, 1, 2), 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := Default()
+		cfg.PerDeviceTrainBatchSize, cfg.GradientAccumulationSteps, cfg.NumGenerations = batch/2, 2, batch
+		cfg.NumIterations, cfg.LossType, cfg.MaxCompletionLength = iterations, LossDAPO, completion
+		tr := &Trainer{Config: &cfg, Model: m}
+		if err := tr.compile(); err != nil {
+			t.Fatal(err)
+		}
+		gen := &generation{length: length, numItems: float32(batch * completion), metrics: map[string]float64{}}
+		for i := range batch {
+			tj := &chat.Trajectory{}
+			for j := range length {
+				tj.Tokens = append(tj.Tokens, int32((i*131+j*17)%300))
+				tj.Mask = append(tj.Mask, uint8(min(1, j/(prompt+i))))
+			}
+			gen.trajs = append(gen.trajs, tj)
+			gen.advantages = append(gen.advantages, float64(1-2*(i%2))*(1+float64(i)/8))
+		}
+		// The sampler's log-probs: the policy's own, moved per sequence by -0.01, 0, -0.05 or +0.02 a token.
+		own, err := tr.batchLogProbs(tr.logProbs, gen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, tj := range gen.trajs {
+			shift := []float32{-0.01, 0, -0.05, 0.02}[i%4]
+			for j := range length {
+				tj.OldLogProbs = append(tj.OldLogProbs, own[i*length+j]+shift*float32(tj.Mask[j]))
+			}
+		}
+		if cfg.NeedsOldLogProbs() {
+			gen.old = own
+		}
+		sampling, mask := gen.samplingLogProbs(&cfg)
+		if cfg.NeedsOldLogProbs() {
+			gen.isRatio, metrics = cfg.ImportanceSampling(gen.old, sampling, mask, batch, length)
+		} else {
+			gen.isRatio = sampling
+		}
+		loss, norm, stepMetrics, err := tr.optimizerStep(gen, 0, 1e-3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if metrics == nil {
+			metrics = stepMetrics[len(stepMetrics)-1]
+		}
+		return loss, norm, metrics
+	}
+	wantLoss, wantNorm, wantMetrics := run(2)
+	gotLoss, gotNorm, gotMetrics := run(1)
+	t.Logf("in the graph: loss %v, grad norm %v, %v", gotLoss, gotNorm, gotMetrics)
+	t.Logf("separately:   loss %v, grad norm %v, %v", wantLoss, wantNorm, wantMetrics)
+	if math.Abs(gotLoss-wantLoss) > 1e-6*math.Abs(wantLoss) || math.Abs(gotNorm-wantNorm) > 1e-5*wantNorm || wantNorm == 0 {
+		t.Errorf("in the graph: loss %v, grad norm %v; separately: %v, %v", gotLoss, gotNorm, wantLoss, wantNorm)
+	}
+	if len(gotMetrics) != len(wantMetrics) {
+		t.Fatalf("metrics %v, want %v", gotMetrics, wantMetrics)
+	}
+	for k, w := range wantMetrics {
+		if g, ok := gotMetrics[k]; !ok || math.Abs(g-w) > 1e-5*max(1, math.Abs(w)) {
+			t.Errorf("%s = %v (present %v), want %v", k, g, ok, w)
+		}
+	}
+	if wantMetrics["sampling/importance_sampling_ratio/min"] != 0 || wantMetrics["sampling/importance_sampling_ratio/max"] < 1.001 {
+		t.Errorf("ratios %v: the fixture should mask a sequence and keep one above 1", wantMetrics)
+	}
+}
