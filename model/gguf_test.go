@@ -17,9 +17,10 @@ import (
 )
 
 // TestImportTinyGGUF imports a tiny Llama (q/k permuted as llama.cpp stores them) and a tiny Qwen2 (biases, untied
-// output) written by gguf-py in Q8_0, Q4_0, Q4_1, F16, BF16 and F32 (testdata/gen_tiny_gguf.py), and compares the
-// logits with transformers' model loaded from the same GGUF files, on a full, a left-padded and a right-padded row,
-// and the greedy tokens.
+// output) written by gguf-py in Q8_0, Q4_0, Q4_1, F16, BF16 and F32, and a tiny Llama of hidden size 256 in the
+// k-quants, Q5_0 and Q5_1 as ggml's own quantizers wrote them (testdata/gen_tiny_gguf.py), and compares the logits
+// with transformers' model loaded from the same GGUF files, on a full, a left-padded and a right-padded row, and
+// the greedy tokens.
 func TestImportTinyGGUF(t *testing.T) {
 	data, err := os.ReadFile("testdata/tiny_gguf_golden.json")
 	if err != nil {
@@ -33,7 +34,7 @@ func TestImportTinyGGUF(t *testing.T) {
 	json.Unmarshal(g["tokens"], &toks)
 	json.Unmarshal(g["attention_mask"], &mask)
 	backend := testBackend(t)
-	for _, arch := range []string{"llama", "qwen2"} {
+	for _, arch := range []string{"llama", "qwen2", "kquant"} {
 		t.Run(arch, func(t *testing.T) {
 			var want struct {
 				Architecture string    `json:"architecture"`
@@ -49,7 +50,7 @@ func TestImportTinyGGUF(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cfg.ArchitectureName() != want.Architecture || cfg.TieWordEmbeddings != (arch == "llama") {
+			if cfg.ArchitectureName() != want.Architecture || cfg.TieWordEmbeddings != (arch != "qwen2") {
 				t.Fatalf("architecture %s tied %v, want %s", cfg.ArchitectureName(), cfg.TieWordEmbeddings, want.Architecture)
 			}
 			m, err := Load(backend, dir)
