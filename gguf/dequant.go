@@ -136,48 +136,58 @@ func dequantQ4_1(dst []float32, src []byte) {
 	}
 }
 
-// q5 is the 5-bit value j of a Q5_0 or Q5_1 block: a nibble of qs, its fifth bit in qh.
-func q5(qs []byte, qh uint32, j int) float32 {
-	n := qs[j%16] >> (4 * (j / 16)) & 15
-	return float32(n | byte(qh>>j&1)<<4)
+// q5 is the 5-bit values of a Q5_0 or Q5_1 block: the nibbles of qs, their fifth bits in qh.
+func q5(q *[32]byte, qs []byte, qh uint32) {
+	for j, b := range qs[:16] {
+		q[j] = b&15 | byte(qh>>j&1)<<4
+		q[j+16] = b>>4 | byte(qh>>(j+16)&1)<<4
+	}
 }
 
 func dequantQ5_0(dst []float32, src []byte) {
-	d, qh := f16(src), binary.LittleEndian.Uint32(src[2:])
-	for j := range 32 {
-		dst[j] = d * (q5(src[6:22], qh, j) - 16)
+	var q [32]byte
+	q5(&q, src[6:22], binary.LittleEndian.Uint32(src[2:]))
+	d := f16(src)
+	for j, v := range q {
+		dst[j] = d * float32(int(v)-16)
 	}
 }
 
 func dequantQ5_1(dst []float32, src []byte) {
-	d, m, qh := f16(src), f16(src[2:]), binary.LittleEndian.Uint32(src[4:])
-	for j := range 32 {
-		dst[j] = float32(d*q5(src[8:24], qh, j)) + m
+	var q [32]byte
+	q5(&q, src[8:24], binary.LittleEndian.Uint32(src[4:]))
+	d, m := f16(src), f16(src[2:])
+	for j, v := range q {
+		dst[j] = float32(d*float32(v)) + m
 	}
 }
 
 func dequantQ2_K(dst []float32, src []byte) {
 	scales, qs := src[:16], src[16:80]
 	d, dmin := f16(src[80:]), f16(src[82:])
-	for i := range 256 {
-		sc := scales[i/16]
+	for k, sc := range scales { // sub-block k: values 16k..16k+15
 		dl, ml := d*float32(sc&15), dmin*float32(sc>>4)
-		q := qs[32*(i/128)+i%32] >> (2 * (i % 128 / 32)) & 3
-		dst[i] = float32(dl*float32(q)) - ml
+		q, shift, out := qs[32*(k/8)+16*(k%2):], 2*(k%8/2), dst[16*k:16*k+16]
+		for l := range out {
+			out[l] = float32(dl*float32(q[l]>>shift&3)) - ml
+		}
 	}
 }
 
 func dequantQ3_K(dst []float32, src []byte) {
 	hmask, qs, scales := src[:32], src[32:96], src[96:108]
 	d := f16(src[108:])
-	for i := range 256 {
-		k := i / 16
+	for k := range 16 { // sub-block k: values 16k..16k+15
 		sc := int(scales[k%8]>>(4*(k/8))&15|(scales[8+k%4]>>(2*(k/4))&3)<<4) - 32
-		q := int(qs[32*(i/128)+i%32] >> (2 * (i % 128 / 32)) & 3)
-		if hmask[i%32]>>(i/32)&1 == 0 {
-			q -= 4
+		dl := d * float32(sc)
+		q, shift, h, bit, out := qs[32*(k/8)+16*(k%2):], 2*(k%8/2), hmask[16*(k%2):], k/2, dst[16*k:16*k+16]
+		for l := range out {
+			v := int(q[l] >> shift & 3)
+			if h[l]>>bit&1 == 0 {
+				v -= 4
+			}
+			out[l] = dl * float32(v)
 		}
-		dst[i] = d * float32(sc) * float32(q)
 	}
 }
 
@@ -194,9 +204,9 @@ func dequantQ4_K(dst []float32, src []byte) {
 	for k := range 8 {
 		sc, m := scaleMinK4(scales, k)
 		dl, ml := d*sc, dmin*m
-		for j := range 32 {
-			q := qs[32*(k/2)+j] >> (4 * (k % 2)) & 15
-			dst[32*k+j] = float32(dl*float32(q)) - ml
+		q, shift, out := qs[32*(k/2):32*(k/2)+32], 4*(k%2), dst[32*k:32*k+32]
+		for j, b := range q {
+			out[j] = float32(dl*float32(b>>shift&15)) - ml
 		}
 	}
 }
@@ -206,9 +216,9 @@ func dequantQ5_K(dst []float32, src []byte) {
 	for k := range 8 {
 		sc, m := scaleMinK4(scales, k)
 		dl, ml := d*sc, dmin*m
-		for j := range 32 {
-			q := qs[32*(k/2)+j]>>(4*(k%2))&15 | qh[j]>>k&1<<4
-			dst[32*k+j] = float32(dl*float32(q)) - ml
+		q, shift, out := qs[32*(k/2):32*(k/2)+32], 4*(k%2), dst[32*k:32*k+32]
+		for j, b := range q {
+			out[j] = float32(dl*float32(b>>shift&15|qh[j]>>k&1<<4)) - ml
 		}
 	}
 }
@@ -216,11 +226,14 @@ func dequantQ5_K(dst []float32, src []byte) {
 func dequantQ6_K(dst []float32, src []byte) {
 	ql, qh, scales := src[:128], src[128:192], src[192:208]
 	d := f16(src[208:])
-	for i := range 256 {
-		half, r := i/128, i%128
-		lo := ql[64*half+r%64] >> (4 * (r / 64)) & 15
-		hi := qh[32*half+r%32] >> (2 * (r / 32)) & 3
-		q := int(lo|hi<<4) - 32
-		dst[i] = d * float32(int8(scales[i/16])) * float32(q)
+	for k, sc := range scales { // sub-block k: values 16k..16k+15
+		dl := d * float32(int8(sc))
+		half, r := k/8, 16*(k%8) // r: the sub-block's first value within its half
+		lo, hi, out := ql[64*half+r%64:], qh[32*half+r%32:], dst[16*k:16*k+16]
+		loShift, hiShift := 4*(r/64), 2*(r/32)
+		for l := range out {
+			q := int(lo[l]>>loShift&15|(hi[l]>>hiShift&3)<<4) - 32
+			out[l] = dl * float32(q)
+		}
 	}
 }

@@ -263,3 +263,40 @@ func TestSmolLM2(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDequantize decodes 1 MiB-value tensors of each block type, the blocks repeated from testdata (their
+// scales finite), to compare the k-quants' cost per value with Q8_0's and Q4_1's.
+func BenchmarkDequantize(b *testing.B) {
+	files := map[gguf.TensorType][2]string{
+		gguf.Q8_0: {"testdata/types.gguf", "q8_0"}, gguf.Q4_1: {"testdata/types.gguf", "q4_1"},
+		gguf.Q5_1: {"testdata/kquant.gguf", "q5_1"}, gguf.Q2_K: {"testdata/kquant.gguf", "q2_k"},
+		gguf.Q3_K: {"testdata/kquant.gguf", "q3_k"}, gguf.Q4_K: {"testdata/kquant.gguf", "q4_k"},
+		gguf.Q5_K: {"testdata/kquant.gguf", "q5_k"}, gguf.Q6_K: {"testdata/kquant.gguf", "q6_k"},
+	}
+	for _, ty := range []gguf.TensorType{gguf.Q8_0, gguf.Q4_1, gguf.Q5_1, gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K} {
+		b.Run(ty.String(), func(b *testing.B) {
+			r, err := gguf.Open(files[ty][0])
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer r.Close()
+			raw, err := r.Raw(files[ty][1])
+			if err != nil {
+				b.Fatal(err)
+			}
+			values, size, _ := ty.BlockSize()
+			const n = 1 << 20
+			src := make([]byte, 0, n/values*size)
+			for len(src) < cap(src) {
+				src = append(src, raw[:min(len(raw), cap(src)-len(src))]...)
+			}
+			dst := make([]float32, n)
+			b.SetBytes(4 * n)
+			for b.Loop() {
+				if err := gguf.Dequantize(dst, src, ty); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
