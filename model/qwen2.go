@@ -99,8 +99,14 @@ func applyRotary(x, cos, sin *Node) *Node {
 // as attention reads them (batch axes in front, so its matmuls need no transposition).
 // New keys are written at slots [cursor, cursor+K).
 type kvCache struct {
-	k, v   *Node
-	cursor *Node // int32 scalar
+	k, v  *Node
+	slots *kvSlots
+}
+
+// kvSlots are the cache slots a decoding step writes, shared by every layer's keys and values.
+type kvSlots struct {
+	cursor *Node // int32 scalar: the first slot
+	idx    *Node // [B*kvH*K, 3] scatter indices, built by the first write
 }
 
 // write returns cache with new [B, kvHeads, K, headDim] stored at slots [cursor, cursor+K). Those slots are still
@@ -110,9 +116,12 @@ type kvCache struct {
 func (c *kvCache) write(cache, update *Node) *Node {
 	g := cache.Graph()
 	b, h, k, hd := update.Shape().Dim(0), update.Shape().Dim(1), update.Shape().Dim(2), update.Shape().Dim(3)
-	rows := shapeInt32(b, h, k, 1)
-	idx := Concatenate([]*Node{Iota(g, rows, 0), Iota(g, rows, 1), Add(Iota(g, rows, 2), c.cursor)}, -1) // [B, kvH, K, 3]
-	return ScatterSum(cache, Reshape(idx, b*h*k, 3), Reshape(update, b*h*k, hd), true, true)
+	if c.slots.idx == nil { // the same for every layer's keys and values: built once per graph
+		rows := shapeInt32(b, h, k, 1)
+		idx := Concatenate([]*Node{Iota(g, rows, 0), Iota(g, rows, 1), Add(Iota(g, rows, 2), c.slots.cursor)}, -1) // [B, kvH, K, 3]
+		c.slots.idx = Reshape(idx, b*h*k, 3)
+	}
+	return ScatterSum(cache, c.slots.idx, Reshape(update, b*h*k, hd), true, true)
 }
 
 // attention is Qwen2Attention. x: [B, T, D]; bias: [B, 1, 1, T, S] added to the scores, 0 where a query may
@@ -139,7 +148,7 @@ func (m *Model) attention(ctx *context.Context, x, cos, sin, bias *Node, cache *
 	v = TransposeAllAxes(v, 0, 2, 1, 3)
 	keys, values := k, v // [B, kvH, S, hd]
 	if cache != nil {
-		cache = &kvCache{k: cache.write(cache.k, k), v: cache.write(cache.v, v), cursor: cache.cursor}
+		cache = &kvCache{k: cache.write(cache.k, k), v: cache.write(cache.v, v), slots: cache.slots}
 		keys, values = cache.k, cache.v
 	}
 	scores := DotGeneral(q, []int{4}, []int{0, 1}, keys, []int{3}, []int{0, 1}) // [B, kvH, G, T, S]
@@ -368,8 +377,9 @@ func (m *Model) decodeStep(ctx *context.Context, inputs []*Node) []*Node {
 	b, k := tokens.Shape().Dim(0), tokens.Shape().Dim(1)
 	s := slotValid.Shape().Dim(1)
 	caches := make([]*kvCache, L)
+	slots := &kvSlots{cursor: cursor}
 	for i := range L {
-		caches[i] = &kvCache{k: inputs[4+2*i], v: inputs[5+2*i], cursor: cursor}
+		caches[i] = &kvCache{k: inputs[4+2*i], v: inputs[5+2*i], slots: slots}
 	}
 	qSlot := Add(Iota(g, shapeInt32(k, s), 0), cursor)
 	kSlot := Iota(g, shapeInt32(k, s), 1)
