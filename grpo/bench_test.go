@@ -13,6 +13,7 @@ import (
 	"github.com/gomlx/gomlx/backends"
 
 	"github.com/mcprl/mcprl/chat"
+	"github.com/mcprl/mcprl/internal/kernels"
 	"github.com/mcprl/mcprl/model"
 )
 
@@ -23,7 +24,8 @@ import (
 // $MCPRL_BENCH_COMPLETION change the two lengths, and $MCPRL_BENCH_LORA_R > 0 trains a LoRA adapter of that
 // rank (lora_alpha 2r, the default target modules) instead of every weight (scripts/bench-smollm2-step.sh), with
 // lora_dropout $MCPRL_BENCH_LORA_DROPOUT percent (default 0).
-// It reports the CPU time per step and the process's peak resident memory (VmHWM) after the timed steps.
+// It reports the CPU time per step and the process's peak resident memory (VmHWM) after the timed steps, and
+// writes a per-op profile of the timed steps (kernels.OpTimes) to $MCPRL_BENCH_OPTIME when that names a file.
 func BenchmarkGRPOStep(b *testing.B) {
 	const batch = 8
 	prompt, completion := benchEnvInt(b, "MCPRL_BENCH_PROMPT", 128), benchEnvInt(b, "MCPRL_BENCH_COMPLETION", 128)
@@ -72,12 +74,14 @@ func BenchmarkGRPOStep(b *testing.B) {
 	t0 := time.Now()
 	step() // compiles the graph for this shape
 	b.Logf("first step (graph construction, differentiation and compilation included): %.2f s", time.Since(t0).Seconds())
+	stopOpTimes := benchOpTimes(b)
 	b.ResetTimer()
 	cpu0 := cpuSeconds()
 	for range b.N {
 		step()
 	}
 	b.StopTimer()
+	stopOpTimes()
 	// CPU time per step (user + system, every thread): on a machine whose other users take cores it moves far
 	// less than the wall time, so before/after comparisons there read it.
 	b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N), "cpu-s/op")
@@ -107,6 +111,29 @@ func benchEnvInt(b *testing.B, name string, def int) int {
 		b.Fatalf("$%s: %v", name, err)
 	}
 	return n
+}
+
+// benchOpTimes times every op from now on when $MCPRL_BENCH_OPTIME names a file; the returned function stops
+// the timers and writes the profile there, per benchmark iteration.
+func benchOpTimes(b *testing.B) (stop func()) {
+	path := os.Getenv("MCPRL_BENCH_OPTIME")
+	if path == "" {
+		return func() {}
+	}
+	t, err := kernels.StartOpTimes()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		t.Stop()
+		var out strings.Builder
+		if err := t.Write(&out, b.N, 60); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(out.String()), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // cpuSeconds is the CPU time this process has used so far (user and system, all threads).

@@ -2,6 +2,7 @@ package model
 
 import (
 	"context"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,7 +31,9 @@ import (
 // measured in the same run by OpenBLAS's cblas_sgemm (testdata/sgemm/sgemm.c, needs gcc and libopenblas-dev) on
 // the model's own matmul shapes, and against the same step with internal/kernels' Go elementwise kernels
 // switched off (simplego's own ops) and with everything switched off (stock simplego), three steps each.
-// BenchmarkSampling reports new tokens/s at batch 8 with the KV cache and without.
+// BenchmarkSampling reports new tokens/s at batch 8 with the KV cache and without. BenchmarkDecode times the
+// sampling half of scripts/bench-vs-trl.sh (Model.Generate, as `mcprl model generate`) in wall and CPU time,
+// and writes a per-op profile of it to $MCPRL_BENCH_OPTIME when that names a file.
 
 // benchConfig is the embedded default's shape with the reduced tokenizer's vocabulary.
 func benchConfig() *Config { return TinyConfig(2048, 1, 2) }
@@ -248,4 +252,64 @@ func BenchmarkSampling(b *testing.B) {
 	b.ReportMetric(withCache/without, "speedup")
 	b.Logf("batch %d: %.0f new tokens/s with the KV cache (%d tokens), %.1f without (%d tokens): %.0fx",
 		batch, withCache, newTokens, without, uncachedN, withCache/without)
+}
+
+// BenchmarkDecode is the sampling of scripts/bench-vs-trl.sh: 8 prompts of 32 tokens, 128 new tokens each,
+// greedy, one KV-cache session (Model.Generate, which `mcprl model generate` runs), on the tiny default. It
+// reports new tokens per second of wall time and per CPU second (user and system, every thread: on a machine
+// shared with other jobs the second moves far less), and with $MCPRL_BENCH_OPTIME set writes the time of every
+// op per decoded position (kernels.OpTimes) to that file.
+func BenchmarkDecode(b *testing.B) {
+	const batch, promptLen, newTokens = 8, 32, 128
+	cfg := benchConfig()
+	m, err := New(testBackend(b), cfg, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	prompts := make([][]int, batch)
+	for i := range prompts {
+		for j := range promptLen {
+			prompts[i] = append(prompts[i], (i*31+j*7)%cfg.VocabSize)
+		}
+	}
+	generate := func() {
+		if _, err := m.Generate(context.Background(), prompts, SampleOptions{MaxNewTokens: newTokens}, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	generate() // compiles the prompt and decoding graphs
+	var times *kernels.OpTimes
+	if os.Getenv("MCPRL_BENCH_OPTIME") != "" {
+		if times, err = kernels.StartOpTimes(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	t0, cpu0 := time.Now(), cpuSeconds()
+	for range b.N {
+		generate()
+	}
+	b.StopTimer()
+	wall, cpu := time.Since(t0).Seconds(), cpuSeconds()-cpu0
+	b.ReportMetric(float64(b.N*batch*newTokens)/wall, "tokens/s")
+	b.ReportMetric(float64(b.N*batch*newTokens)/cpu, "tokens/cpu-s")
+	if times != nil {
+		times.Stop()
+		var out strings.Builder
+		if err := times.Write(&out, b.N*newTokens, 60); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(os.Getenv("MCPRL_BENCH_OPTIME"), []byte(out.String()), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// cpuSeconds is the CPU time this process has used so far (user and system, all threads).
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return math.NaN()
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
