@@ -55,6 +55,7 @@ type Trainer struct {
 
 	accumulate, apply, logProbs, refLogProbs *mlctx.Exec
 	vars                                     []*mlctx.Variable
+	lossStarts                               map[[2]int]bool // (length, start column > 0) pairs compiled (lossColumns)
 }
 
 // Train runs the whole schedule, or what is left of it when resume finds a
@@ -257,6 +258,9 @@ func (t *Trainer) compile() error {
 	if t.apply, err = mlctx.NewExecAny(t.Model.Backend, t.Model.Ctx, build(true)); err != nil {
 		return fmt.Errorf("grpo: %w", err)
 	}
+	// Room for the length buckets GoMLX's default allowed, and the start columns lossColumns adds.
+	t.accumulate.SetMaxCache(DefaultExecMaxCacheSize + maxLossStarts)
+	t.apply.SetMaxCache(DefaultExecMaxCacheSize + maxLossStarts)
 	logProbs := func(m *model.Model) func(ctx *mlctx.Context, tokens, attn *Node) *Node {
 		return func(ctx *mlctx.Context, tokens, attn *Node) *Node {
 			return StopGradient(m.TokenLogProbsAt(ctx, tokens, attn, cfg.Temperature))
@@ -655,14 +659,39 @@ func (t *Trainer) microBatch(gen *generation, from, to int) (tokens, attn, mask,
 	return tokens, attn, mask, adv, slice(gen.old), slice(gen.ref), slice(gen.isRatio), nil
 }
 
-// lossColumnStep is the granularity of the first column the training graph computes log-probs for: a graph is
-// compiled per distinct start, as per sequence length bucket.
+// lossColumnStep is the granularity of the first column the training graph computes log-probs for.
 const lossColumnStep = 64
 
+// maxLossStarts bounds the training graphs compiled for a start column other than 0: each (length, start) pair
+// is one more graph in the accumulate and apply executables, whose caches (GoMLX refuses to compile past them)
+// get that many more entries than the length buckets had. Pairs beyond it run the whole-sequence graph.
+const maxLossStarts = 16
+
 // lossColumns returns the columns of mask [B, T] from the first that is non-zero in any row, rounded down to a
-// multiple of lossColumnStep (all of them when none is): the training graph computes log-probs for those
-// positions only, as TRL's logits_to_keep covers the completion.
-func lossColumns(mask *tensors.Tensor) *tensors.Tensor {
+// multiple of lossColumnStep (all of them when none is, or when maxLossStarts other (length, start) pairs are
+// compiled already): the training graph computes log-probs for those positions only, as TRL's
+// logits_to_keep covers the completion.
+func (t *Trainer) lossColumns(mask *tensors.Tensor) *tensors.Tensor {
+	from := lossStart(mask)
+	if from == 0 {
+		return mask
+	}
+	key := [2]int{mask.Shape().Dim(1), from}
+	if !t.lossStarts[key] {
+		if len(t.lossStarts) >= maxLossStarts {
+			return mask
+		}
+		if t.lossStarts == nil {
+			t.lossStarts = map[[2]int]bool{}
+		}
+		t.lossStarts[key] = true
+	}
+	return maskColumns(mask, from)
+}
+
+// lossStart is the first column of mask [B, T] that is non-zero in any row, rounded down to a multiple of
+// lossColumnStep; 0 when no column is.
+func lossStart(mask *tensors.Tensor) int {
 	b, t := mask.Shape().Dim(0), mask.Shape().Dim(1)
 	flat := tensors.MustCopyFlatData[float32](mask)
 	first := t
@@ -674,10 +703,16 @@ func lossColumns(mask *tensors.Tensor) *tensors.Tensor {
 			}
 		}
 	}
-	from := first / lossColumnStep * lossColumnStep
-	if first == t || from == 0 {
-		return mask
+	if first == t {
+		return 0
 	}
+	return first / lossColumnStep * lossColumnStep
+}
+
+// maskColumns returns columns from..T-1 of mask [B, T].
+func maskColumns(mask *tensors.Tensor, from int) *tensors.Tensor {
+	b, t := mask.Shape().Dim(0), mask.Shape().Dim(1)
+	flat := tensors.MustCopyFlatData[float32](mask)
 	tail := make([]float32, 0, b*(t-from))
 	for r := range b {
 		tail = append(tail, flat[r*t+from:(r+1)*t]...)
@@ -717,7 +752,7 @@ func (t *Trainer) optimizerStep(gen *generation, offset int, lr float64) (loss, 
 			return 0, 0, nil, err
 		}
 		// The graph reads from the mask's width where the loss starts (see lossColumns).
-		args := []any{tokens, attn, lossColumns(mask), adv, gen.numItems}
+		args := []any{tokens, attn, t.lossColumns(mask), adv, gen.numItems}
 		if old != nil {
 			args = append(args, old)
 		}

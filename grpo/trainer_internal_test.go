@@ -164,8 +164,8 @@ func TestNextJobsOrder(t *testing.T) {
 }
 
 // lossColumns keeps the columns from the first loss position any row has, rounded down to a multiple of 64,
-// and the training step computes the same loss and gradient norm from them as from the whole sequence (the
-// graph for the full mask computes every position's log-probs).
+// up to maxLossStarts distinct (length, start) pairs, and the training step computes the same loss and gradient
+// norm from them as from the whole sequence (the graph for the full mask computes every position's log-probs).
 func TestLossColumns(t *testing.T) {
 	const batch, prompt, completion = 4, 130, 62
 	length := prompt + completion
@@ -176,7 +176,8 @@ func TestLossColumns(t *testing.T) {
 		}
 	}
 	full := tensors.FromFlatDataAndDimensions(mask, batch, length)
-	tail := lossColumns(full)
+	tr := &Trainer{}
+	tail := tr.lossColumns(full)
 	if got := tail.Shape().Dimensions; !slices.Equal(got, []int{batch, length - 128}) {
 		t.Fatalf("lossColumns kept %v, want [%d %d]", got, batch, length-128)
 	}
@@ -185,9 +186,27 @@ func TestLossColumns(t *testing.T) {
 	}
 	for _, m := range [][]float32{make([]float32, batch*length), mask[:batch*60]} {
 		x := tensors.FromFlatDataAndDimensions(m, batch, len(m)/batch)
-		if lossColumns(x) != x {
+		if tr.lossColumns(x) != x {
 			t.Errorf("mask of %d columns starting at %d: cut", len(m)/batch, slices.Index(m, 1))
 		}
+	}
+	// Past maxLossStarts pairs, new ones keep every column; pairs seen before still start late. Width 192 with
+	// the loss from column 128 on is the pair above.
+	for n := range maxLossStarts + 2 {
+		width := 192 + 64*n
+		m := make([]float32, batch*width)
+		m[width-1] = 1
+		x := tensors.FromFlatDataAndDimensions(m, batch, width)
+		want := 64
+		if n >= maxLossStarts {
+			want = width
+		}
+		if got := tr.lossColumns(x).Shape().Dim(1); got != want {
+			t.Errorf("width %d, loss from column %d: kept %d columns, want %d", width, width-1, got, want)
+		}
+	}
+	if got := tr.lossColumns(full).Shape().Dim(1); got != length-128 {
+		t.Errorf("a pair seen before: kept %d columns, want %d", got, length-128)
 	}
 
 	step := func(mask *tensors.Tensor) (loss, norm float32) {
