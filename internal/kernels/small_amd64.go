@@ -17,3 +17,14 @@ func dotNT4AVX512(a *float32, lda int, b *float32, ldb int, nb int, k int, c *fl
 //
 //go:noescape
 func dotNN4AVX512(a *float32, lda int, b *float32, ldb int, nb int, k int, c *float32, ldc int)
+
+// dotNT2AVX512 is dotNT4AVX512 for two rows of a against blocks of eight rows of b: c[i][8j+q] for i < 2,
+// j < nb, q < 8.
+//
+//go:noescape
+func dotNT2AVX512(a *float32, lda int, b *float32, ldb int, nb int, k int, c *float32, ldc int)
+
+// dotNN2AVX512 is dotNN4AVX512 for two rows of a.
+//
+//go:noescape
+func dotNN2AVX512(a *float32, lda int, b *float32, ldb int, nb int, k int, c *float32, ldc int)
