@@ -2,7 +2,8 @@
 # Runs the README's main job four times and prints how each run learned:
 # examples/customers/quick.yaml with seed 1, 2 and 3 on the default matmul engine (OpenBLAS when it is
 # installed), and seed 1 on the Go kernels ($MCPRL_OPENBLAS=off), one after the other, each in
-# runs/quick-sweep/seed-S-ENGINE/. For each run: the mean `reward` of its first and last 5 logged steps,
+# runs/quick-sweep/seed-S-ENGINE/. For each run: the mean `reward` (over every trajectory a step sampled) of its first
+# and last 5 logged steps, the trained batch's reward over the last 5 (dynamic_sampling/kept_reward_mean),
 # its lowest step after step 5, and its wall time. A run passes when its last 5 steps average >= 0.90 and
 # no step after step 5 falls more than 0.15 below its first 5 steps' mean; the script exits 1 if one fails.
 #
@@ -12,6 +13,12 @@ cd "$(dirname "$0")/.."
 out=runs/quick-sweep
 mkdir -p "$out"
 go build -o "$out/mcprl" ./cmd/mcprl
+
+# kept FILE: the mean of the last 5 steps' dynamic_sampling/kept_reward_mean (the trained batch's reward).
+kept() {
+  grep -o '"dynamic_sampling/kept_reward_mean":[-0-9.eE+]*' "$1" | cut -d: -f2 | tail -5 |
+    awk '{ s += $1; n++ } END { if (n) printf "%.3f\n", s / n; else print "-" }'
+}
 
 # summary FILE: "first5 last5 lowest-after-5" from a metrics.jsonl.
 summary() {
@@ -39,19 +46,19 @@ run() { # seed engine
   t1=$(date +%s.%N)
   local engine_name
   engine_name=$(sed -n 's/^matmul: \([^ ;]*\).*/\1/p' "$dir.log" | head -1 | sed 's/^simplego$/Go-kernels/')
-  rows+=("$seed $engine_name $(summary "$dir/metrics.jsonl") $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", b - a }')")
+  rows+=("$seed $engine_name $(summary "$dir/metrics.jsonl") $(kept "$dir/metrics.jsonl") $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", b - a }')")
 }
 
 for s in ${SEEDS:-1 2 3}; do run "$s" default; done
 run "$(echo "${SEEDS:-1 2 3}" | awk '{print $1}')" go
 
 fail=0
-printf '| seed | matmul | reward, first 5 steps | last 5 steps | lowest step after step 5 | wall time | |\n'
-printf '|---|---|---|---|---|---|---|\n'
+printf '| seed | matmul | reward, first 5 steps | last 5 steps | lowest step after step 5 | trained batch, last 5 steps | wall time | |\n'
+printf '|---|---|---|---|---|---|---|---|\n'
 for row in "${rows[@]}"; do
-  read -r seed engine first last low wall <<< "$row"
+  read -r seed engine first last low keptmean wall <<< "$row"
   verdict=$(awk -v f="$first" -v l="$last" -v w="$low" 'BEGIN { print (l >= 0.90 && w >= f - 0.15) ? "pass" : "FAIL" }')
   [ "$verdict" = pass ] || fail=1
-  printf '| %s | %s | %s | %s | %s | %s s | %s |\n' "$seed" "$engine" "$first" "$last" "$low" "$wall" "$verdict"
+  printf '| %s | %s | %s | %s | %s | %s | %s s | %s |\n' "$seed" "$engine" "$first" "$last" "$low" "$keptmean" "$wall" "$verdict"
 done
 exit "$fail"
