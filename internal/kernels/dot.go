@@ -202,11 +202,13 @@ func (l *Lib) smallDots(batch, m, n, k int, a, b []float32, bCrossFirst bool, c 
 	})
 }
 
-// smallCost scales a small product's multiply-adds to parallel's per-element cost. A decoding step streams
-// its weight matrices from memory (the tiny default's 14 MB do not fit in a core's cache), about 20 G
-// multiply-adds/s per core, a quarter of the elementwise kernels' element rate: products above about a
-// quarter of a million multiply-adds (15 µs) are split across cores.
-const smallCost = 4
+// smallCost scales a small product's multiply-adds to parallel's per-element cost so that only products of
+// more than 16M multiply-adds (a 49K-id lm_head for 8 sequences, say) are split across cores. Handing half a
+// product to another core wakes that core's thread, tens of microseconds when it sleeps, about what the
+// tiny default's decoding products take whole: splitting those above a quarter of a million multiply-adds made
+// its decoding 10% slower (BenchmarkDecode, 3,151-3,222 against 3,546-3,626 tokens/s unsplit, alternating in
+// one run).
+const smallCost = 256
 
 // operand returns x laid out as [batch, cross, contract] (crossFirst) or [batch, contract, cross], transposing
 // it only when its axes are in neither order.
