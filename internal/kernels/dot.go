@@ -154,7 +154,7 @@ func (l *Lib) dotGeneral(b *simplego.Backend, n *simplego.Node, inputs []*simple
 	if byRows {
 		side = m
 	}
-	parallel(p.batch*parts, m*nn*k/parts, func(lo, hi int) {
+	parallel(p.batch*parts, m*nn*k/parts/sgemmCost, func(lo, hi int) {
 		for u := lo; u < hi; u++ {
 			i, j := u/parts, u%parts
 			s0, s1 := j*side/parts, (j+1)*side/parts
@@ -201,6 +201,12 @@ func (l *Lib) smallDots(batch, m, n, k int, a, b []float32, bCrossFirst bool, c 
 		}
 	})
 }
+
+// sgemmCost scales an OpenBLAS product's multiply-adds to parallel's per-element cost: products of more than
+// 4M multiply-adds (about 40 µs on one core) are split across cores, where waking the other core's thread pays.
+// Below that (a decoding step's rotary products, 32 rows by 64 x 64) the split cost more than the product:
+// 53 µs for a 32 x 64 x 64 product split in two.
+const sgemmCost = 64
 
 // smallCost scales a small product's multiply-adds to parallel's per-element cost so that only products of
 // more than 16M multiply-adds (a 49K-id lm_head for 8 sequences, say) are split across cores. Handing half a
