@@ -149,5 +149,5 @@ func (m *Model) outputWeight(ctx *context.Context, g *Graph) (w *Node, ok bool) 
 	if wctx.GetVariableByScopeAndName(wctx.In("lora_A").Scope(), "weight") != nil {
 		return nil, false
 	}
-	return variableNode(wctx, g, "weight"), true
+	return m.tiedTokenWeight(ctx, variableNode(wctx, g, "weight")), true
 }

@@ -45,6 +45,8 @@ type LoRAConfig struct {
 	Alpha         float64  `json:"lora_alpha"`
 	Dropout       float64  `json:"lora_dropout"`
 	TargetModules []string `json:"target_modules"`
+	// TrainableTokenIndices are token ids whose embedding rows train beside the adapter (tokens.go).
+	TrainableTokenIndices []int `json:"trainable_token_indices"`
 }
 
 // loraModules are the linear layers of a decoder layer that LoRA can target, with their scope under the layer.
@@ -117,6 +119,9 @@ func (m *Model) AddLoRA(cfg LoRAConfig, seed uint64) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	if err := checkTokenIndices(cfg.TrainableTokenIndices, m.Config.VocabSize); err != nil {
+		return err
+	}
 	if m.lora != nil {
 		return fmt.Errorf("lora: the model already has an adapter")
 	}
@@ -128,6 +133,9 @@ func (m *Model) AddLoRA(cfg LoRAConfig, seed uint64) error {
 			a[i] = float32((2*rng.Float64() - 1) * bound)
 		}
 		m.setLoRA(p, cfg, a, make([]float32, p.out*cfg.R))
+	}
+	if err := m.initTokenRows(cfg.TrainableTokenIndices); err != nil {
+		return err
 	}
 	m.attachLoRA(cfg)
 	return nil
@@ -217,6 +225,15 @@ func (m *Model) SaveAdapter(dir string) error {
 			all = append(all, stTensor{name: peftPrefix + p.module + ab, shape: shape, data: data})
 		}
 	}
+	var tokenIDs any // peft writes null without trainable tokens
+	if ids := m.lora.TrainableTokenIndices; len(ids) > 0 {
+		data, shape, err := m.Tensor(tokenAdapterTensor)
+		if err != nil {
+			return fmt.Errorf("save adapter: %w", err)
+		}
+		all = append(all, stTensor{name: peftPrefix + tokenAdapterTensor, shape: shape, data: data})
+		tokenIDs = ids
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("save adapter: %w", err)
 	}
@@ -226,7 +243,7 @@ func (m *Model) SaveAdapter(dir string) error {
 		"fan_in_fan_out": false, "inference_mode": true, "init_lora_weights": true, "use_rslora": false,
 		"use_dora": false, "modules_to_save": nil, "layers_to_transform": nil, "layers_pattern": nil,
 		"rank_pattern": map[string]any{}, "alpha_pattern": map[string]any{}, "base_model_name_or_path": nil,
-		"revision": nil,
+		"revision": nil, "trainable_token_indices": tokenIDs,
 	}
 	js, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
@@ -261,6 +278,7 @@ func (m *Model) LoadAdapter(dir string) error {
 		RankPattern   map[string]any  `json:"rank_pattern"`
 		AlphaPattern  map[string]any  `json:"alpha_pattern"`
 		Layers        json.RawMessage `json:"layers_to_transform"`
+		TokenIDs      json.RawMessage `json:"trainable_token_indices"`
 	}
 	if err := json.Unmarshal(raw, &pc); err != nil {
 		return fmt.Errorf("load adapter %s: adapter_config.json: %w", dir, err)
@@ -286,7 +304,13 @@ func (m *Model) LoadAdapter(dir string) error {
 	case len(pc.Layers) > 0 && string(pc.Layers) != "null":
 		return fmt.Errorf("load adapter %s: layers_to_transform is not supported", dir)
 	}
+	if cfg.TrainableTokenIndices, err = parseTokenIndices(pc.TokenIDs); err != nil {
+		return fmt.Errorf("load adapter %s: %w", dir, err)
+	}
 	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("load adapter %s: %w", dir, err)
+	}
+	if err := checkTokenIndices(cfg.TrainableTokenIndices, m.Config.VocabSize); err != nil {
 		return fmt.Errorf("load adapter %s: %w", dir, err)
 	}
 	st, err := openSafetensors(filepath.Join(dir, "adapter_model.safetensors"))
@@ -305,11 +329,24 @@ func (m *Model) LoadAdapter(dir string) error {
 			return fmt.Errorf("load adapter %s: %w", dir, err)
 		}
 	}
-	if n := len(st.entries); n != 2*len(params) {
-		return fmt.Errorf("load adapter %s: %d tensors, want %d for %v on %d layers", dir, n, 2*len(params), cfg.targets(), m.Config.NumHiddenLayers)
+	want := 2 * len(params)
+	var tokenRows []float32
+	if n := len(cfg.TrainableTokenIndices); n > 0 {
+		want++
+		if tokenRows, err = st.readF32(peftPrefix+tokenAdapterTensor, []int{n, m.Config.HiddenSize}); err != nil {
+			return fmt.Errorf("load adapter %s: %w", dir, err)
+		}
+	}
+	if n := len(st.entries); n != want {
+		return fmt.Errorf("load adapter %s: %d tensors, want %d for %v on %d layers and %d trainable tokens", dir, n, want, cfg.targets(), m.Config.NumHiddenLayers, len(cfg.TrainableTokenIndices))
 	}
 	for i, p := range params {
 		m.setLoRA(p, cfg, loaded[i].a, loaded[i].b)
+	}
+	if tokenRows != nil {
+		if err := m.setTokenRows(tokenRows, len(cfg.TrainableTokenIndices)); err != nil {
+			return fmt.Errorf("load adapter %s: %w", dir, err)
+		}
 	}
 	m.attachLoRA(cfg)
 	return nil
@@ -320,6 +357,9 @@ func (m *Model) LoadAdapter(dir string) error {
 func (m *Model) Merge() error {
 	if m.lora == nil {
 		return fmt.Errorf("merge: the model has no LoRA adapter")
+	}
+	if err := m.mergeTokenRows(); err != nil {
+		return err
 	}
 	scale := m.lora.Alpha / float64(m.lora.R)
 	r := m.lora.R

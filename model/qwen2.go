@@ -223,11 +223,9 @@ func maskBias(allowed *Node) *Node {
 // decoder runs the embedding and all decoder layers, returning hidden states [B, T, D] before the final norm.
 // caches, when not nil, has one entry per layer and is updated in place (the slice's elements are replaced).
 func (m *Model) decoder(ctx *context.Context, tokens, positions, allowed *Node, caches []*kvCache) *Node {
-	g := tokens.Graph()
 	cfg := &m.Config
 	mctx := ctx.In("model")
-	embed := variableNode(mctx.In("embed_tokens"), g, "weight")
-	h := Gather(embed, ExpandAxes(ConvertDType(tokens, dtypes.Int32), -1)) // [B, T, D]
+	h := m.embed(ctx, tokens) // [B, T, D]
 	cos, sin := m.rotary(positions)
 	bias := maskBias(allowed)
 	for i := range cfg.NumHiddenLayers {
@@ -254,7 +252,7 @@ func (m *Model) lmHead(ctx *context.Context, h *Node) *Node {
 	if m.Config.TieWordEmbeddings {
 		wctx = ctx.In("model").In("embed_tokens")
 	}
-	return linear(wctx, h, false)
+	return m.tiedTokenLogits(ctx, h, linear(wctx, h, false))
 }
 
 // maskAndPositions turns an attention mask [B, T] (1 = real token, 0 = padding; any numeric or bool dtype)

@@ -2,6 +2,9 @@ package train
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -52,5 +55,56 @@ func TestPeftAttach(t *testing.T) {
 	}
 	if want := "LoRA adapter of ckpt/adapter: r 4"; !strings.HasPrefix(log.String(), want) {
 		t.Errorf("log %q, want it to start with %q", log.String(), want)
+	}
+}
+
+// Attach with trainable_token_indices trains those rows beside the adapter; without them it says which added
+// tokens of the chat template stay frozen. Check refuses the key without use_peft.
+func TestPeftTrainableTokens(t *testing.T) {
+	dir := t.TempDir()
+	tpl := "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}<tool_call>{}</tool_call>"
+	if _, err := model.ImportGGUF("../model/testdata/tiny-llama.gguf", dir, model.ImportOptions{ChatTemplate: tpl, AddTokens: []string{"<tool_call>", "</tool_call>"}}); err != nil {
+		t.Fatal(err)
+	}
+	backend, err := model.NewBackend("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, listed := range [][]int{nil, {1}, {-2, -1}} {
+		m, err := model.Load(backend, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		V := m.Config.VocabSize
+		p := DefaultPeftArguments()
+		p.UsePeft = true
+		for _, id := range listed {
+			if id < 0 {
+				id += V
+			}
+			p.TrainableTokens = append(p.TrainableTokens, id)
+		}
+		var log bytes.Buffer
+		if err := p.Attach(m, dir, 1, &log); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.LoRA().TrainableTokenIndices; !slices.Equal(got, p.TrainableTokens) {
+			t.Errorf("adapter's trainable tokens %v, want %v", got, p.TrainableTokens)
+		}
+		note := fmt.Sprintf("the chat template uses the added tokens <tool_call> (%d), </tool_call> (%d), whose embedding rows stay frozen", V-2, V-1)
+		if strings.Contains(log.String(), note) != (len(listed) < 2) {
+			t.Errorf("trainable %v: log %q", p.TrainableTokens, log.String())
+		}
+		if len(listed) == 2 && !strings.Contains(log.String(), fmt.Sprintf("trainable tokens [%d %d]", V-2, V-1)) {
+			t.Errorf("log %q does not name the trainable tokens", log.String())
+		}
+	}
+	var c Checker
+	p := DefaultPeftArguments()
+	p.TrainableTokens = []int{3}
+	p.Check(&c)
+	var ve *ValueError
+	if err := c.Err(); !errors.As(err, &ve) || ve.Key != "trainable_token_indices" {
+		t.Errorf("trainable_token_indices without use_peft: %v", err)
 	}
 }

@@ -1,0 +1,203 @@
+package model
+
+import (
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+)
+
+// TestTrainableTokens, for the tiny Llama (tied embeddings) and Qwen2 with two tokens added at import: a fresh
+// adapter with trainable_token_indices leaves the logits bit-identical and trains the listed rows besides lora_A
+// and lora_B; with other values in those rows, the embeddings of every other token and (tied) the logits of every
+// other id stay bit-identical while the listed ones take the new values; the chunked log-probs agree with the
+// full logits; the adapter saves under peft's name, loads back to the same logits, and merges into an embedding
+// that differs from the base in the listed rows only and gives the adapter's logits.
+func TestTrainableTokens(t *testing.T) {
+	toks, mask := tinyBatch(t)
+	for _, arch := range []string{"llama", "qwen2"} {
+		t.Run(arch, func(t *testing.T) {
+			load := func(dir string) *Model {
+				m, err := Load(testBackend(t), dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return m
+			}
+			dir := t.TempDir()
+			if _, err := ImportGGUF(filepath.Join("testdata", "tiny-"+arch+".gguf"), dir, ImportOptions{AddTokens: []string{"<tool_call>", "</tool_call>"}}); err != nil {
+				t.Fatal(err)
+			}
+			m := load(dir)
+			V, D := m.Config.VocabSize, m.Config.HiddenSize
+			ids := []int{V - 2, V - 1, 7} // the two added tokens and one of the file's
+			// A batch that holds the listed ids, beside tinyBatch's (which holds none of them).
+			with := slices.Clone(toks)
+			with[0] = slices.Clone(with[0])
+			with[0][1], with[0][2], with[0][3] = int32(V-2), 7, int32(V-1)
+			embed := func(ctx *context.Context, tokens, _ *graph.Node) *graph.Node { return m.embed(ctx, tokens) }
+			baseEmb := run(t, m, embed, tensors.FromValue(with), tensors.FromValue(mask))
+			base := run(t, m, m.Logits, tensors.FromValue(toks), tensors.FromValue(mask))
+			baseW, _, err := m.Tensor("model.embed_tokens.weight")
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			if err := m.AddLoRA(LoRAConfig{R: 2, Alpha: 4, TargetModules: []string{"q_proj"}, TrainableTokenIndices: ids}, 1); err != nil {
+				t.Fatal(err)
+			}
+			// Fresh: every logit as before; those of the listed ids (tied) computed apart, to rounding.
+			fresh := run(t, m, m.Logits, tensors.FromValue(toks), tensors.FromValue(mask))
+			for i := range fresh {
+				if d := math.Abs(float64(fresh[i] - base[i])); d != 0 && (!slices.Contains(ids, i%V) || d > 1e-5) {
+					t.Fatalf("fresh trainable tokens changed the logit of id %d by %g", i%V, d)
+				}
+			}
+			names := TrainableNames(m)
+			if !slices.Contains(names, "/model/embed_tokens/token_adapter/trainable_tokens_delta") || len(names) != 2*m.Config.NumHiddenLayers+1 {
+				t.Errorf("trainable: %v", names)
+			}
+			rows := make([]float32, len(ids)*D)
+			for i := range rows {
+				rows[i] = float32(i%11-5) * 0.03
+			}
+			if err := m.setTokenRows(rows, len(ids)); err != nil {
+				t.Fatal(err)
+			}
+
+			emb := run(t, m, embed, tensors.FromValue(with), tensors.FromValue(mask))
+			for b := range with {
+				for p, id := range with[b] {
+					got, was := emb[(b*len(with[b])+p)*D:][:D], baseEmb[(b*len(with[b])+p)*D:][:D]
+					if k := slices.Index(ids, int(id)); k >= 0 {
+						if !slices.Equal(got, rows[k*D:(k+1)*D]) {
+							t.Errorf("embedding of listed id %d is not its trainable row", id)
+						}
+					} else if !slices.Equal(got, was) {
+						t.Errorf("embedding of id %d (not listed) changed", id)
+					}
+				}
+			}
+
+			logits := run(t, m, m.Logits, tensors.FromValue(toks), tensors.FromValue(mask))
+			changed := 0
+			for i := range logits {
+				if v := i % V; slices.Contains(ids, v) {
+					if logits[i] != base[i] {
+						changed++
+					}
+				} else if logits[i] != base[i] {
+					t.Fatalf("logit of id %d (not listed) changed: %g, was %g", v, logits[i], base[i])
+				}
+			}
+			if m.Config.TieWordEmbeddings != (changed > 0) {
+				t.Errorf("tied %v, but %d logits of the listed ids changed", m.Config.TieWordEmbeddings, changed)
+			}
+			t.Logf("tied embeddings %v: %d logits of the listed ids changed, all others bit-identical", m.Config.TieWordEmbeddings, changed)
+
+			// The chunked log-probs (the output projection as a tensor) agree with the full logits.
+			lp := run(t, m, m.TokenLogProbs, tensors.FromValue(with), tensors.FromValue(mask))
+			full := run(t, m, m.Logits, tensors.FromValue(with), tensors.FromValue(mask))
+			T := len(with[0])
+			worst := 0.0
+			for b := range with {
+				for p := 1; p < T; p++ {
+					if mask[b][p] == 0 || mask[b][p-1] == 0 {
+						continue
+					}
+					row := full[(b*T+p-1)*V:][:V]
+					mx := float64(slices.Max(row))
+					s := 0.0
+					for _, l := range row {
+						s += math.Exp(float64(l) - mx)
+					}
+					want := float64(row[with[b][p]]) - mx - math.Log(s)
+					worst = math.Max(worst, math.Abs(float64(lp[b*T+p])-want))
+				}
+			}
+			if worst > 1e-5 {
+				t.Errorf("chunked log-probs differ from the full logits' by %g", worst)
+			}
+
+			adir := t.TempDir()
+			if err := m.SaveAdapter(adir); err != nil {
+				t.Fatal(err)
+			}
+			st, err := openSafetensors(filepath.Join(adir, "adapter_model.safetensors"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			saved, err := st.readF32("base_model.model.model.embed_tokens.token_adapter.trainable_tokens_delta", []int{len(ids), D})
+			st.Close()
+			if err != nil || !slices.Equal(saved, rows) {
+				t.Errorf("saved rows: %v", err)
+			}
+			m2 := load(dir)
+			if err := m2.LoadAdapter(adir); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(m2.LoRA().TrainableTokenIndices, ids) {
+				t.Errorf("loaded trainable_token_indices %v, want %v", m2.LoRA().TrainableTokenIndices, ids)
+			}
+			want := run(t, m, m.Logits, tensors.FromValue(with), tensors.FromValue(mask))
+			if got := run(t, m2, m2.Logits, tensors.FromValue(with), tensors.FromValue(mask)); !slices.Equal(got, want) {
+				t.Error("saved and loaded trainable tokens give other logits")
+			}
+
+			if err := m2.Merge(); err != nil {
+				t.Fatal(err)
+			}
+			w, _, err := m2.Tensor("model.embed_tokens.weight")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for id := range V {
+				got, was := w[id*D:(id+1)*D], baseW[id*D:(id+1)*D]
+				if k := slices.Index(ids, id); k >= 0 {
+					was = rows[k*D : (k+1)*D]
+				}
+				if !slices.Equal(got, was) {
+					t.Fatalf("merged embedding row %d is wrong", id)
+				}
+			}
+			for _, n := range TrainableNames(m2) {
+				if strings.Contains(n, "token_adapter") {
+					t.Errorf("%s survives the merge", n)
+				}
+			}
+			merged := run(t, m2, m2.Logits, tensors.FromValue(with), tensors.FromValue(mask))
+			d := 0.0
+			for i := range merged {
+				d = math.Max(d, math.Abs(float64(merged[i]-want[i])))
+			}
+			if d > 1e-5 {
+				t.Errorf("merged logits differ from the adapter's by %g", d)
+			}
+		})
+	}
+}
+
+// TestTrainableTokensRejects: ids outside the vocabulary or listed twice are refused, naming them.
+func TestTrainableTokensRejects(t *testing.T) {
+	m := importTiny(t, "llama")
+	V := m.Config.VocabSize
+	for ids, want := range map[*[]int]string{&[]int{V}: "outside the vocabulary", &[]int{-1}: "outside", &[]int{3, 3}: "listed twice"} {
+		err := m.AddLoRA(LoRAConfig{R: 2, Alpha: 4, TargetModules: []string{"q_proj"}, TrainableTokenIndices: *ids}, 1)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: %v, want %q", *ids, err, want)
+		}
+	}
+	for _, raw := range []string{`{"lm_head": [1]}`, `"x"`} {
+		if _, err := parseTokenIndices([]byte(raw)); err == nil {
+			t.Errorf("%s accepted", raw)
+		}
+	}
+	if ids, err := parseTokenIndices([]byte(`{"embed_tokens": [4, 5]}`)); err != nil || !slices.Equal(ids, []int{4, 5}) {
+		t.Errorf("dict form: %v %v", ids, err)
+	}
+}
