@@ -201,3 +201,75 @@ func TestTrainableTokensRejects(t *testing.T) {
 		t.Errorf("dict form: %v %v", ids, err)
 	}
 }
+
+// TestTrainableTokensGradient: the gradient of the summed token log-probs (the chunked path a loss uses) with
+// respect to the trainable rows matches a central finite difference, for tied (Llama) and untied (Qwen2)
+// embeddings, with the listed ids both in the input and among the targets.
+func TestTrainableTokensGradient(t *testing.T) {
+	toks, mask := tinyBatch(t)
+	for _, arch := range []string{"llama", "qwen2"} {
+		t.Run(arch, func(t *testing.T) {
+			dir := t.TempDir()
+			if _, err := ImportGGUF(filepath.Join("testdata", "tiny-"+arch+".gguf"), dir, ImportOptions{AddTokens: []string{"<a>", "<b>"}}); err != nil {
+				t.Fatal(err)
+			}
+			m, err := Load(testBackend(t), dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			V := m.Config.VocabSize
+			ids := []int{V - 2, V - 1}
+			if err := m.AddLoRA(LoRAConfig{R: 2, Alpha: 4, TargetModules: []string{"q_proj"}, TrainableTokenIndices: ids}, 1); err != nil {
+				t.Fatal(err)
+			}
+			// In the input and among the targets, then the last token only (the output side alone: an untied
+			// model's rows get no gradient there).
+			for _, at := range [][]int{{1, 4, 5}, {9}} {
+				with := slices.Clone(toks)
+				with[0] = slices.Clone(with[0])
+				for k, p := range at {
+					with[0][p] = int32(ids[k%2])
+				}
+				checkTokenGradient(t, m, with, mask)
+			}
+		})
+	}
+}
+
+// checkTokenGradient compares the gradient of the summed token log-probs w.r.t. m's trainable rows with a central
+// finite difference at a few elements.
+func checkTokenGradient(t *testing.T, m *Model, with, mask [][]int32) {
+	t.Helper()
+	D := m.Config.HiddenSize
+	n := len(m.LoRA().TrainableTokenIndices)
+	scope, name := scopeOf(tokenAdapterTensor)
+	loss := func(ctx *context.Context, tokens, mask *graph.Node) *graph.Node {
+		return graph.ReduceAllSum(m.TokenLogProbs(ctx, tokens, mask))
+	}
+	grad := run(t, m, func(ctx *context.Context, tokens, mask *graph.Node) *graph.Node {
+		rows := ctx.GetVariableByScopeAndName(scope, name).ValueGraph(tokens.Graph())
+		return graph.Gradient(loss(ctx, tokens, mask), rows)[0]
+	}, tensors.FromValue(with), tensors.FromValue(mask))
+	rows, _, err := m.Tensor(tokenAdapterTensor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(delta float32, i int) float64 {
+		r := slices.Clone(rows)
+		r[i] += delta
+		if err := m.setTokenRows(r, n); err != nil {
+			t.Fatal(err)
+		}
+		return float64(run(t, m, loss, tensors.FromValue(with), tensors.FromValue(mask))[0])
+	}
+	const eps = 1e-3
+	for _, i := range []int{0, 3, D + 5, 2*D - 1} {
+		fd := (at(eps, i) - at(-eps, i)) / (2 * eps)
+		if math.Abs(fd-float64(grad[i])) > 1e-2*math.Max(1, math.Abs(fd)) {
+			t.Errorf("d loss / d rows[%d]: gradient %g, finite difference %g", i, grad[i], fd)
+		}
+	}
+	if err := m.setTokenRows(rows, n); err != nil {
+		t.Fatal(err)
+	}
+}
