@@ -139,7 +139,7 @@ func (m *Model) tiedTokenLogits(ctx *context.Context, h, logits *Node) *Node {
 		return logits
 	}
 	v := m.Config.VocabSize
-	cols := DotGeneral(h, []int{h.Rank() - 1}, nil, rows, []int{1}, nil)                            // [..., n]
+	cols := DotGeneral(h, []int{h.Rank() - 1}, nil, rows, []int{1}, nil)                              // [..., n]
 	spread := DotGeneral(cols, []int{cols.Rank() - 1}, nil, tokenOneHot(g, listed, v), []int{0}, nil) // [..., V]
 	return Where(BroadcastToDims(ExpandLeftToRank(tokenMask(g, listed, v), logits.Rank()), logits.Shape().Dimensions...), spread, logits)
 }
