@@ -66,3 +66,44 @@ def test_mcprl_adapter_loads_in_peft(mcprl: pathlib.Path, tmp_path: pathlib.Path
     diff = (peft_logits - merged_logits).abs().max().item()
     assert moved > 1e-3, f"the trained adapter changes nothing (max {moved})"
     assert diff < 1e-4, f"peft with mcprl's adapter differs from mcprl's merged model by {diff}"
+
+
+def test_mcprl_trainable_tokens_load_in_peft(mcprl: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    """An adapter trained with trainable_token_indices (the two tokens added at import, tied embeddings) loads in
+    peft as LoraConfig.trainable_token_indices: peft wraps embed_tokens in its trainable-tokens layer with mcprl's
+    rows, and gives the logits of mcprl's merged model, on input holding the added ids."""
+    base = tmp_path / "base"
+    run_mcprl(mcprl, "model", "import", "--from", str(REPO / "model/testdata/tiny-llama.gguf"), "--out", str(base),
+              "--chat-template", str(REPO / "examples/smollm2/chat_template.jinja"),
+              "--add-tokens", "<tool_call>,</tool_call>")
+    vocab = json.loads((base / "config.json").read_text())["vocab_size"]
+    added = [vocab - 2, vocab - 1]
+    cfg = tmp_path / "sft.yaml"
+    cfg.write_text(CONFIG.format(base=base, repo=REPO, out=tmp_path / "sft")
+                   + f"trainable_token_indices: [{added[0]}, {added[1]}]\n")
+    run_mcprl(mcprl, "sft", "--config", str(cfg))
+    final = tmp_path / "sft" / "final"
+    assert json.loads((final / "adapter" / "adapter_config.json").read_text())["trainable_token_indices"] == added
+    run_mcprl(mcprl, "model", "merge", "--model", str(final), "--out", str(tmp_path / "merged"))
+
+    tokens = torch.tensor([[5, 80, added[0], 200, 3, added[1], 140, 7, added[0], 250]])
+    with torch.no_grad():
+        plain = AutoModelForCausalLM.from_pretrained(final, dtype=torch.float32, attn_implementation="eager")
+        assert plain.config.tie_word_embeddings
+        base_rows = plain.get_input_embeddings().weight[added].clone()
+        base_logits = plain(input_ids=tokens).logits
+        peft = PeftModel.from_pretrained(plain, final / "adapter").eval()
+        embed = peft.base_model.model.model.embed_tokens
+        rows = embed.token_adapter.trainable_tokens_delta["default"]
+        assert embed.token_adapter.token_indices["default"] == added
+        peft_logits = peft(input_ids=tokens).logits
+        merged = AutoModelForCausalLM.from_pretrained(tmp_path / "merged", dtype=torch.float32,
+                                                      attn_implementation="eager").eval()
+        merged_logits = merged(input_ids=tokens).logits
+        merged_rows = merged.get_input_embeddings().weight[added]
+    assert (rows - base_rows).abs().max().item() > 1e-4, "training did not move the added tokens' rows"
+    assert torch.equal(rows, merged_rows), "mcprl's merge did not write peft's rows into the embedding"
+    moved = (peft_logits - base_logits)[..., added].abs().max().item()
+    diff = (peft_logits - merged_logits).abs().max().item()
+    assert moved > 1e-3, f"the trained rows change no logit of the added ids (max {moved})"
+    assert diff < 1e-4, f"peft with mcprl's adapter differs from mcprl's merged model by {diff}"
