@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcprl/mcprl/tokenizer"
 )
 
 // trainConfig writes a small GRPO config on the example task, starting from
@@ -78,13 +80,25 @@ func TestTrainResumeAfterKill(t *testing.T) {
 // The same with a LoRA adapter trained with lora_dropout: the resumed run
 // draws the dropout masks of the steps after the checkpoint that the
 // uninterrupted run drew (they derive from the seed and the step), and it
-// trains the adapter it loads from the checkpoint with its lora_dropout.
+// trains the adapter it loads from the checkpoint with its lora_dropout. The
+// adapter also trains the rows of the tool-call tokens (trainable_token_indices),
+// which the checkpoint saves with their optimizer state.
 func TestTrainResumeAfterKillLoRADropout(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains three short runs")
 	}
+	tok, err := tokenizer.Load("../../examples/customers/base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	open, ok1 := tok.TokenID("<tool_call>")
+	closing, ok2 := tok.TokenID("</tool_call>")
+	if !ok1 || !ok2 {
+		t.Fatal("the example base has no <tool_call> tokens")
+	}
 	cfg := trainConfig(t, 4)
-	lora := "use_peft: true\nlora_r: 4\nlora_alpha: 8\nlora_dropout: 0.1\nlora_target_modules: [q_proj, v_proj, down_proj]\n"
+	lora := "use_peft: true\nlora_r: 4\nlora_alpha: 8\nlora_dropout: 0.1\nlora_target_modules: [q_proj, v_proj, down_proj]\n" +
+		fmt.Sprintf("trainable_token_indices: [%d, %d]\n", open, closing)
 	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
