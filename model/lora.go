@@ -19,6 +19,9 @@ package model
 // "base_model.model.model.layers.N.self_attn.q_proj.lora_A.weight", ...), which peft's PeftModel.from_pretrained
 // loads on the same base; Merge folds B A * alpha / r into W for export as a plain checkpoint.
 //
+// An adapter may also train the embedding rows of a few token ids (trainable_token_indices, peft's trainable
+// tokens): tokens.go.
+//
 // Variables: scope /model/layers/N/self_attn/q_proj/lora_A, variable "weight" (likewise lora_B), and the
 // non-trainable scalar "lora_scaling" in the module's scope (/model/layers/N/self_attn/q_proj); lora_dropout is the
 // context parameter loraDropoutParam at the root scope.

@@ -103,8 +103,8 @@ func newModelMergeCmd() *cobra.Command {
 		Short: "Fold a LoRA adapter into its base weights and save a plain Hugging Face model",
 		Long: `merge loads the model in --model with its LoRA adapter (the adapter/ subdirectory that training writes, or
 the peft adapter directory given by --adapter: adapter_config.json + adapter_model.safetensors), folds
-B A * lora_alpha / r into each targeted weight, as peft's merge_and_unload does, and saves the result with
-the tokenizer files to --out.`,
+B A * lora_alpha / r into each targeted weight, as peft's merge_and_unload does, writes the rows of an
+adapter's trainable_token_indices into the embedding, and saves the result with the tokenizer files to --out.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if modelDir == "" || out == "" {
