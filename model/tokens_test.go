@@ -273,3 +273,75 @@ func checkTokenGradient(t *testing.T, m *Model, with, mask [][]int32) {
 		t.Fatal(err)
 	}
 }
+
+// TestTrainableTokensGenerate: sampling (the KV-cache decoding graphs) uses the trainable rows on both sides. On
+// the tiny Llama (tied) the first added token's row is made a scaled copy of the greedy choice's, so greedy
+// decoding writes the added token first and then reads it back as input; the completion's log-probs equal
+// TokenLogProbs on prompt + completion.
+func TestTrainableTokensGenerate(t *testing.T) {
+	toks, _ := tinyBatch(t)
+	dir := t.TempDir()
+	if _, err := ImportGGUF(filepath.Join("testdata", "tiny-llama.gguf"), dir, ImportOptions{AddTokens: []string{"<a>", "<b>"}}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Load(testBackend(t), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.Config.TieWordEmbeddings {
+		t.Fatal("the tiny Llama is expected to tie its embeddings")
+	}
+	V, D := m.Config.VocabSize, m.Config.HiddenSize
+	prompt := toks[:1]
+	ones := [][]int32{make([]int32, len(prompt[0]))}
+	for i := range ones[0] {
+		ones[0][i] = 1
+	}
+	logits := run(t, m, m.Logits, tensors.FromValue(prompt), tensors.FromValue(ones))
+	last := logits[len(logits)-V:]
+	best := slices.Index(last, slices.Max(last))
+	if err := m.AddLoRA(LoRAConfig{R: 2, Alpha: 4, TargetModules: []string{"q_proj"}, TrainableTokenIndices: []int{V - 2, V - 1}}, 1); err != nil {
+		t.Fatal(err)
+	}
+	w, _, err := m.Tensor("model.embed_tokens.weight")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scale := float32(2)
+	if last[best] < 0 {
+		scale = 0.5
+	}
+	rows := slices.Clone(w[(V-2)*D : V*D])
+	for i := range D {
+		rows[i] = scale * w[best*D+i]
+	}
+	if err := m.setTokenRows(rows, 2); err != nil {
+		t.Fatal(err)
+	}
+	p := make([]int, len(prompt[0]))
+	for i, id := range prompt[0] {
+		p[i] = int(id)
+	}
+	c, err := m.Generate(t.Context(), [][]int{p}, SampleOptions{MaxNewTokens: 6}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c[0].Tokens
+	if len(got) < 2 || got[0] != V-2 {
+		t.Fatalf("greedy tokens %v, want the added token %d first", got, V-2)
+	}
+	seq := [][]int32{slices.Clone(prompt[0])}
+	for _, id := range got {
+		seq[0] = append(seq[0], int32(id))
+	}
+	mask := [][]int32{make([]int32, len(seq[0]))}
+	for i := range mask[0] {
+		mask[0][i] = 1
+	}
+	lp := run(t, m, m.TokenLogProbs, tensors.FromValue(seq), tensors.FromValue(mask))
+	for i := range got {
+		if d := math.Abs(float64(lp[len(p)+i] - c[0].LogProbs[i])); d > 1e-4 {
+			t.Errorf("token %d (%d): generate's log-prob %g, TokenLogProbs %g", i, got[i], c[0].LogProbs[i], lp[len(p)+i])
+		}
+	}
+}
