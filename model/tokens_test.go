@@ -345,3 +345,66 @@ func TestTrainableTokensGenerate(t *testing.T) {
 		}
 	}
 }
+
+// TestTrainableTokensMatchPeft: adapters that peft saved with trainable_token_indices for the tiny Llama (tied)
+// and Qwen2 (untied) (testdata/gen_tokens_golden.py: random rows for three ids of the batch, LoRA on q_proj) load
+// and give the PeftModel's logits; saved again they are peft's tensors bit for bit; merged they give the same
+// logits.
+func TestTrainableTokensMatchPeft(t *testing.T) {
+	golden, err := LoadTensors("testdata/tokens_golden.safetensors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks, mask := tinyBatch(t)
+	for _, arch := range []string{"llama", "qwen2"} {
+		t.Run(arch, func(t *testing.T) {
+			want := tensors.MustCopyFlatData[float32](golden[arch+".logits"])
+			wantF := make([]float64, len(want))
+			for i, v := range want {
+				wantF[i] = float64(v)
+			}
+			m := importTiny(t, arch)
+			base := run(t, m, m.Logits, tensors.FromValue(toks), tensors.FromValue(mask))
+			adapter := filepath.Join("testdata", "tokens-"+arch)
+			if err := m.LoadAdapter(adapter); err != nil {
+				t.Fatal(err)
+			}
+			if got := m.LoRA().TrainableTokenIndices; len(got) != 3 {
+				t.Fatalf("trainable_token_indices %v", got)
+			}
+			logits := run(t, m, m.Logits, tensors.FromValue(toks), tensors.FromValue(mask))
+			moved, d := maxValidDiff(base, wantF, mask), maxValidDiff(logits, wantF, mask)
+			t.Logf("max |logit diff| from peft %.3g (the adapter moves logits by up to %.3g)", d, moved)
+			if d > 1e-4 || moved < 0.1 {
+				t.Errorf("logits differ from peft's by %g (bound 1e-4); the adapter moves them by %g", d, moved)
+			}
+			out := t.TempDir()
+			if err := m.SaveAdapter(out); err != nil {
+				t.Fatal(err)
+			}
+			ours, err := LoadTensors(filepath.Join(out, "adapter_model.safetensors"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			peft, err := LoadTensors(filepath.Join(adapter, "adapter_model.safetensors"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ours) != len(peft) {
+				t.Fatalf("saved %d tensors, peft %d", len(ours), len(peft))
+			}
+			for name, p := range peft {
+				if o, ok := ours[name]; !ok || !slices.Equal(tensors.MustCopyFlatData[float32](o), tensors.MustCopyFlatData[float32](p)) {
+					t.Errorf("saved adapter: %s differs from peft's", name)
+				}
+			}
+			if err := m.Merge(); err != nil {
+				t.Fatal(err)
+			}
+			merged := run(t, m, m.Logits, tensors.FromValue(toks), tensors.FromValue(mask))
+			if d := maxValidDiff(merged, wantF, mask); d > 1e-4 {
+				t.Errorf("merged logits differ from peft's by %g", d)
+			}
+		})
+	}
+}
