@@ -133,7 +133,11 @@ adapter's trainable_token_indices into the embedding, and saves the result with 
 			if err := m.Save(out, model.SaveOptions{DType: dtype, TokenizerDir: modelDir}); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %s with the adapter (r %d, alpha %g, %v) merged\n", out, modelDir, lc.R, lc.Alpha, lc.TargetModules)
+			tokens := ""
+			if len(lc.TrainableTokenIndices) > 0 {
+				tokens = fmt.Sprintf(", the rows of tokens %v", lc.TrainableTokenIndices)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %s with the adapter (r %d, alpha %g, %v%s) merged\n", out, modelDir, lc.R, lc.Alpha, lc.TargetModules, tokens)
 			return nil
 		},
 	}

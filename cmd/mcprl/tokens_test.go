@@ -127,7 +127,8 @@ max_completion_length: 1024
 		t.Errorf("with trainable tokens SFT lowers log p(<tool_call>) at the goldens' positions: %.3f -> %.3f", before, trained)
 	}
 	merged := filepath.Join(dir, "merged")
-	if out, err := runMcprl(t, "", "model", "merge", "--model", filepath.Join(dir, "tokens", "final"), "--out", merged); err != nil {
+	if out, err := runMcprl(t, "", "model", "merge", "--model", filepath.Join(dir, "tokens", "final"), "--out", merged); err != nil ||
+		!strings.Contains(out, fmt.Sprintf("the rows of tokens [%d %d]", call, call+1)) {
 		t.Fatalf("merge: %v\n%s", err, out)
 	}
 	if got := meanLogProb(merged); got-trained > 1e-3 || trained-got > 1e-3 {
