@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
-	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/spf13/cobra"
 
 	"github.com/mcprl/mcprl/model"
@@ -34,29 +32,15 @@ Positions are cumsum(attention_mask) - 1, as transformers' generate() computes t
 			if err := json.NewDecoder(cmd.InOrStdin()).Decode(&in); err != nil {
 				return fmt.Errorf("stdin: %w", err)
 			}
-			if len(in.Tokens) == 0 || len(in.Tokens) != len(in.AttentionMask) {
-				return fmt.Errorf("stdin: %d token rows and %d mask rows; want the same number, at least one", len(in.Tokens), len(in.AttentionMask))
-			}
-			for b := range in.Tokens {
-				if len(in.Tokens[b]) != len(in.Tokens[0]) || len(in.AttentionMask[b]) != len(in.Tokens[0]) {
-					return fmt.Errorf("stdin: row %d has %d tokens and %d mask values; row 0 has %d tokens", b, len(in.Tokens[b]), len(in.AttentionMask[b]), len(in.Tokens[0]))
-				}
-			}
 			m, err := loadModel(dir)
 			if err != nil {
 				return err
 			}
-			exec, err := mlctx.NewExec(m.Backend, m.Ctx, func(ctx *mlctx.Context, tokens, mask *graph.Node) []*graph.Node {
-				return []*graph.Node{m.Logits(ctx, tokens, mask), m.TokenLogProbs(ctx, tokens, mask)}
-			})
+			logits, logprobs, err := m.Forward(in.Tokens, in.AttentionMask)
 			if err != nil {
-				return fmt.Errorf("forward graph: %w", err)
+				return fmt.Errorf("stdin: %w", err)
 			}
-			res, err := exec.Exec(tensors.FromValue(in.Tokens), tensors.FromValue(in.AttentionMask))
-			if err != nil {
-				return fmt.Errorf("forward: %w", err)
-			}
-			return model.SaveTensors(out, map[string]*tensors.Tensor{"logits": res[0], "token_logprobs": res[1]})
+			return model.SaveTensors(out, map[string]*tensors.Tensor{"logits": logits, "token_logprobs": logprobs})
 		},
 	}
 	cmd.Flags().StringVar(&dir, "model", "", "Hugging Face Qwen2 model directory")
