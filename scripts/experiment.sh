@@ -20,6 +20,7 @@
 #   GRPO_CONFIG=FILE CONTROL_CONFIG=FILE scripts/experiment.sh   # other GRPO / compute-control configs
 #   GRPO_TASKS=edge GRPO_CONFIG=examples/experiment/grpo-edge.yaml scripts/experiment.sh   # GRPO on the edge cases alone
 #   QUICK=1 scripts/experiment.sh         # the whole pipeline in a few minutes (what CI runs)
+#   DATA_ONLY=1 OUT=DIR scripts/experiment.sh   # only the fixtures, training tasks and held-out file (for other models)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 QUICK="${QUICK:-}"
@@ -104,6 +105,7 @@ with open(f"{out}/heldout.jsonl", "w") as w:
 n = sum(1 for _ in open(f"{out}/train_tasks.jsonl"))
 print(f"{n} training tasks; held out: " + ", ".join(f"{min(cap, len(v))} {k}" for k, v in sets.items()), file=sys.stderr)
 PY
+[ -n "${DATA_ONLY:-}" ] && { kill "$sampler" 2>/dev/null || true; exit 0; }
 
 # seeded CONFIG SEED: the config with its seed replaced (QUICK: small groups, short completions).
 seeded() {
