@@ -153,7 +153,12 @@ func (m *Model) attention(ctx *context.Context, x, cos, sin, bias *Node, cache *
 	}
 	scores := DotGeneral(q, []int{4}, []int{0, 1}, keys, []int{3}, []int{0, 1}) // [B, kvH, G, T, S]
 	// Adding the mask, as HF does, broadcasts it inside the Add; its gradient passes straight through.
-	out := attend(Add(scores, bias), values) // [B, kvH, G, T, hd]
+	var out *Node // [B, kvH, G, T, hd]
+	if cache != nil { // decoding, never differentiated: without attend's gradient plumbing (three more ops)
+		out = DotGeneral(Softmax(Add(scores, bias), -1), []int{4}, []int{0, 1}, values, []int{2}, []int{0, 1})
+	} else {
+		out = attend(Add(scores, bias), values)
+	}
 	out = Reshape(TransposeAllAxes(out, 0, 3, 1, 2, 4), b, t, nh*hd)
 	return linear(ctx.In("o_proj"), out, false), cache
 }

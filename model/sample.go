@@ -12,6 +12,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/mcprl/mcprl/internal/kernels"
 )
 
 // SampleOptions controls Session.Generate.
@@ -69,20 +71,22 @@ var ErrCapacity = errors.New("session cache capacity exceeded")
 //
 // The cache has a fixed number of slots (capacity, rounded up to a multiple of 64). Every Append of a chunk of
 // K tokens (K = Bucket of the longest addition, or 1 per decoding step) uses K slots for all sequences, so
-// capacity bounds the total of chunk lengths and decoding steps, not each sequence's length.
+// capacity bounds the total of chunk lengths and decoding steps, not each sequence's length. The cache tensors
+// hold only a window of the slots, grown as they fill (cacheWindow), because each step attends over the window.
 type Session struct {
 	m         *Model
 	batch     int
 	slots     int
+	window    int // slots the cache tensors hold: the first window slots
 	cursor    int
-	caches    []*tensors.Tensor
-	slotValid []int32 // [B, slots]
+	caches    []*tensors.Tensor // [B, kvHeads, window, headDim] each; nil before the first step
+	slotValid []int32           // [B, slots]
 	nextPos   []int
 	seqs      [][]int      // every token of each sequence
 	pending   [][]int      // sampled tokens not yet in the cache
 	logits    [][]float32  // logits for the next token, when ready
 	rngs      []*rand.Rand // one stream per sequence, so one sequence's stop does not shift another's samples
-	weights   []float64    // sampleToken's scratch
+	scratch   sampleScratch
 }
 
 // NewSession starts a sampling session of batch sequences with room for capacity cache slots, sampling
@@ -103,11 +107,52 @@ func (m *Model) NewSession(batch, capacity int, seed uint64) (*Session, error) {
 	for b := range batch {
 		s.rngs = append(s.rngs, rand.New(rand.NewPCG(seed, 0x73616d706c65+uint64(b)))) // "sample"+b
 	}
-	cfg := &m.Config
-	for range 2 * cfg.NumHiddenLayers {
-		s.caches = append(s.caches, tensors.FromShape(shapeF32(batch, cfg.NumKeyValueHeads, slots, cfg.HeadDim())))
-	}
 	return s, nil
+}
+
+// cacheWindow is the number of slots the cache tensors hold when need slots are in use, at most slots: need
+// rounded up to a multiple of 32 up to 256 slots, and to an eighth of the next power of two above that, so a
+// step attends over at most 31 empty slots (at most an eighth of the window past 256), and a session of n slots
+// compiles O(log n) decoding graphs.
+func cacheWindow(need, slots int) int {
+	step := 32
+	for p := 256; p < need; p *= 2 {
+		step *= 2
+	}
+	return min((need+step-1)/step*step, slots)
+}
+
+// reserve grows the cache tensors to hold at least need slots, copying the filled ones.
+func (s *Session) reserve(need int) error {
+	if need <= s.window && s.caches != nil {
+		return nil
+	}
+	w := cacheWindow(need, s.slots)
+	cfg := &s.m.Config
+	rows, hd := s.batch*cfg.NumKeyValueHeads, cfg.HeadDim()
+	grown := make([]*tensors.Tensor, 2*cfg.NumHiddenLayers)
+	for i := range grown {
+		grown[i] = tensors.FromShape(shapeF32(s.batch, cfg.NumKeyValueHeads, w, hd))
+		if s.caches == nil {
+			continue
+		}
+		var inner error
+		err := tensors.MutableFlatData(grown[i], func(dst []float32) {
+			inner = tensors.ConstFlatData(s.caches[i], func(src []float32) {
+				for r := range rows { // each (sequence, head) row of slots
+					copy(dst[r*w*hd:], src[r*s.window*hd:(r+1)*s.window*hd])
+				}
+			})
+		})
+		if err = errors.Join(err, inner); err != nil {
+			return fmt.Errorf("grow cache to %d slots: %w", w, err)
+		}
+	}
+	for _, c := range s.caches {
+		c.FinalizeAll()
+	}
+	s.caches, s.window = grown, w
+	return nil
 }
 
 // Tokens returns all tokens of sequence i so far (appended and sampled).
@@ -143,6 +188,9 @@ func (s *Session) step(chunk [][]int, k int) error {
 	if s.cursor+k > s.slots {
 		return ErrCapacity
 	}
+	if err := s.reserve(s.cursor + k); err != nil {
+		return err
+	}
 	exec, err := s.m.getStepExec()
 	if err != nil {
 		return err
@@ -157,10 +205,14 @@ func (s *Session) step(chunk [][]int, k int) error {
 			s.slotValid[b*s.slots+s.cursor+off+i] = 1
 		}
 	}
+	valid := make([]int32, s.batch*s.window)
+	for b := range s.batch {
+		copy(valid[b*s.window:(b+1)*s.window], s.slotValid[b*s.slots:])
+	}
 	args := []any{
 		tensors.FromFlatDataAndDimensions(tok, s.batch, k),
 		tensors.FromFlatDataAndDimensions(pos, s.batch, k),
-		tensors.FromFlatDataAndDimensions(slices.Clone(s.slotValid), s.batch, s.slots),
+		tensors.FromFlatDataAndDimensions(valid, s.batch, s.window),
 		int32(s.cursor),
 	}
 	for _, c := range s.caches {
@@ -295,7 +347,7 @@ func (s *Session) Generate(ctx context.Context, opts SampleOptions) ([]Completio
 			if !active[b] {
 				continue
 			}
-			tok, lp, raw := sampleToken(s.logits[b], &opts, s.rngs[b], &s.weights)
+			tok, lp, raw := sampleToken(s.logits[b], &opts, s.rngs[b], &s.scratch)
 			c := &out[b]
 			c.Tokens = append(c.Tokens, tok)
 			c.LogProbs = append(c.LogProbs, lp)
@@ -330,21 +382,47 @@ func (s *Session) Generate(ctx context.Context, opts SampleOptions) ([]Completio
 	}
 }
 
-// sampleToken draws a token from logits and returns it with its log-prob at the temperature (TRL's convention,
-// untruncated) and at temperature 1. weights is scratch for the sampling weights (reused across calls).
-func sampleToken(logits []float32, opts *SampleOptions, rng *rand.Rand, weights *[]float64) (tok int, logp, raw float32) {
-	lse := func(scale float64) float64 {
-		m := math.Inf(-1)
-		for _, l := range logits {
-			m = max(m, float64(l)*scale)
-		}
-		sum := 0.0
-		for _, l := range logits {
-			sum += math.Exp(float64(l)*scale - m)
-		}
-		return m + math.Log(sum)
+// sampleScratch is sampleToken's scratch, reused across calls.
+type sampleScratch struct {
+	x []float32 // shifted logits and their exponentials
+	w []float64 // sampling weights
+}
+
+// exps sets x[i] = e^(logits[i]*scale - shift), in float32 on the kernels graphs run, and returns x.
+func (sc *sampleScratch) exps(logits []float32, scale, shift float64) []float32 {
+	if cap(sc.x) < len(logits) {
+		sc.x = make([]float32, len(logits))
 	}
-	lse1 := lse(1)
+	x := sc.x[:len(logits)]
+	s, sh := float32(scale), float32(shift)
+	for i, l := range logits {
+		x[i] = l*s - sh
+	}
+	kernels.Exp(x, x)
+	return x
+}
+
+// logSumExp is log Σ e^(logits[i]*scale), as the training graph's float32 log-softmax computes it: the
+// exponentials in float32, their sum in float64.
+func (sc *sampleScratch) logSumExp(logits []float32, scale float64) float64 {
+	m := float32(math.Inf(-1))
+	for _, l := range logits {
+		m = max(m, l*float32(scale))
+	}
+	if math.IsInf(float64(m), 0) || math.IsNaN(float64(m)) {
+		return float64(m)
+	}
+	sum := 0.0
+	for _, e := range sc.exps(logits, scale, float64(m)) {
+		sum += float64(e)
+	}
+	return float64(m) + math.Log(sum)
+}
+
+// sampleToken draws a token from logits and returns it with its log-prob at the temperature (TRL's convention,
+// untruncated) and at temperature 1.
+func sampleToken(logits []float32, opts *SampleOptions, rng *rand.Rand, sc *sampleScratch) (tok int, logp, raw float32) {
+	lse1 := sc.logSumExp(logits, 1)
 	if opts.Temperature == 0 {
 		best := 0
 		for i, l := range logits {
@@ -356,17 +434,17 @@ func sampleToken(logits []float32, opts *SampleOptions, rng *rand.Rand, weights 
 		return best, r, r
 	}
 	scale := 1 / opts.Temperature
-	lseT := lse1 // float64(l)*1 is float64(l): the same sum
+	lseT := lse1
 	if scale != 1 {
-		lseT = lse(scale)
+		lseT = sc.logSumExp(logits, scale)
 	}
 	// Every weight once (the passes below read each up to three times).
-	if cap(*weights) < len(logits) {
-		*weights = make([]float64, len(logits))
+	if cap(sc.w) < len(logits) {
+		sc.w = make([]float64, len(logits))
 	}
-	w := (*weights)[:len(logits)]
-	for i, l := range logits {
-		w[i] = math.Exp(float64(l)*scale - lseT)
+	w := sc.w[:len(logits)]
+	for i, e := range sc.exps(logits, scale, lseT) {
+		w[i] = float64(e)
 	}
 	// Candidates, most likely first when filtering.
 	var cand []int
@@ -485,7 +563,7 @@ func (m *Model) GreedyNoCache(ctx context.Context, prompts [][]int, maxNew int, 
 			if done[b] {
 				continue
 			}
-			t, _, _ := sampleToken(logits[b*v:(b+1)*v], &SampleOptions{}, nil, nil)
+			t, _, _ := sampleToken(logits[b*v:(b+1)*v], &SampleOptions{}, nil, &sampleScratch{})
 			out[b] = append(out[b], t)
 			seqs[b] = append(seqs[b], t)
 			if slices.Contains(stop, t) {

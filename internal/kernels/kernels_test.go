@@ -119,6 +119,47 @@ func opCases() []opCase {
 				return graph.Div(e, graph.ReduceAndKeep(e, graph.ReduceSum, -1))
 			}},
 	)
+	// ScatterSum of whole rows, as a KV-cache write: operand [B, H, S, D], indices [N, 3], updates [N, D].
+	scatter := func(name string, dims []int, idx [][]int, int64s, covers bool, operand func(x *graph.Node) *graph.Node) opCase {
+		flat32, flat64 := []int32{}, []int64{}
+		for _, v := range idx {
+			for _, i := range v {
+				flat32, flat64 = append(flat32, int32(i)), append(flat64, int64(i))
+			}
+		}
+		return opCase{name: name, inputs: [][]int{dims, {len(idx), dims[len(dims)-1]}}, covers: covers,
+			fn: func(in []*graph.Node) *graph.Node {
+				g := in[0].Graph()
+				indices := graph.Const(g, tensors.FromFlatDataAndDimensions(flat32, len(idx), len(dims)-1))
+				if int64s {
+					indices = graph.Const(g, tensors.FromFlatDataAndDimensions(flat64, len(idx), len(dims)-1))
+				}
+				return graph.ScatterSum(operand(in[0]), indices, in[1], false, false)
+			}}
+	}
+	same := func(x *graph.Node) *graph.Node { return x }
+	cursorRows := func(b, h, cursor int) [][]int { // one row per (sequence, head) at slot cursor
+		var idx [][]int
+		for i := range b {
+			for j := range h {
+				idx = append(idx, []int{i, j, cursor})
+			}
+		}
+		return idx
+	}
+	cases = append(cases,
+		scatter("ScatterSum rows at slot 5", []int{8, 2, 40, 64}, cursorRows(8, 2, 5), false, true, same),
+		scatter("ScatterSum rows at the last slot", []int{8, 2, 40, 64}, cursorRows(8, 2, 39), false, true, same),
+		scatter("ScatterSum rows, int64 indices", []int{3, 2, 7, 5}, cursorRows(3, 2, 6), true, true, same),
+		// An intermediate operand is the op's to take: the rows are added in place.
+		scatter("ScatterSum rows in place", []int{4, 2, 9, 16}, cursorRows(4, 2, 3), false, true,
+			func(x *graph.Node) *graph.Node { return graph.Mul(x, x) }),
+		// The same row twice: both updates are added.
+		scatter("ScatterSum repeated rows", []int{2, 3, 4}, [][]int{{1, 2}, {0, 0}, {1, 2}}, false, true, same),
+		scatter("ScatterSum rank 2", []int{6, 4}, [][]int{{5}, {0}}, false, true, same),
+		// Out of bounds: simplego decides what that means (the kernel hands it back).
+		scatter("ScatterSum index out of bounds", []int{2, 3, 4}, [][]int{{1, 2}, {0, 3}}, false, false, same),
+	)
 	return cases
 }
 
