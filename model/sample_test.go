@@ -312,3 +312,104 @@ func TestConcurrentSessions(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheWindow: the window the cache tensors hold covers the slots in use, is at most the capacity, and wastes
+// at most 31 slots up to 256 and an eighth of the next power of two past that.
+func TestCacheWindow(t *testing.T) {
+	for _, slots := range []int{64, 192, 320, 4096} {
+		prev := 0
+		for need := 1; need <= slots; need++ {
+			w := cacheWindow(need, slots)
+			waste := 31
+			if need > 256 {
+				p := 512
+				for p < need {
+					p *= 2
+				}
+				waste = p/8 - 1
+			}
+			if w < need || w > slots || w < prev || (w-need > waste && w != slots) {
+				t.Fatalf("cacheWindow(%d, %d) = %d", need, slots, w)
+			}
+			prev = w
+		}
+	}
+}
+
+// TestCacheWindowGrowth decodes sequences of different lengths up to the capacity, across every window the cache
+// grows through (32 to 128 slots): greedy tokens equal the uncached reference's, and sampled log-probs equal the
+// training graph's at every position.
+func TestCacheWindowGrowth(t *testing.T) {
+	m := newTestModel(t, 17)
+	ctx := context.Background()
+	toCapacity := func(opts SampleOptions) []Completion {
+		s, err := m.NewSession(len(testPrompts), 100, 5) // 128 slots: the prompts take 16, decoding the other 112
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if err := s.Append(ctx, testPrompts); err != nil {
+			t.Fatal(err)
+		}
+		if s.window != 32 {
+			t.Errorf("window %d after a 16-slot prompt chunk, want 32", s.window)
+		}
+		opts.MaxNewTokens = 1000
+		c, err := s.Generate(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.window != 128 || s.Free() != 0 {
+			t.Errorf("window %d, %d slots free at the end, want 128 and 0", s.window, s.Free())
+		}
+		for b := range c {
+			if c[b].Stop != StopCapacity || len(c[b].Tokens) != 113 { // the last one sampled from the full cache
+				t.Fatalf("seq %d: %d tokens, stop %q; want 113 and capacity", b, len(c[b].Tokens), c[b].Stop)
+			}
+		}
+		return c
+	}
+
+	got := toCapacity(SampleOptions{})
+	want, err := m.GreedyNoCache(ctx, testPrompts, len(got[0].Tokens), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for b := range testPrompts {
+		if !slices.Equal(got[b].Tokens, want[b]) {
+			t.Errorf("seq %d: cached %v, uncached %v", b, got[b].Tokens, want[b])
+		}
+	}
+
+	sampled := toCapacity(SampleOptions{Temperature: 1})
+	var seqs [][]int
+	for i := range sampled {
+		seqs = append(seqs, slices.Concat(testPrompts[i], sampled[i].Tokens))
+	}
+	tokens, mask, err := PadBatch(seqs, 0, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := mlctx.NewExec(m.Backend, m.Ctx, func(ctx *mlctx.Context, tok, mask *graph.Node) *graph.Node {
+		return m.TokenLogProbs(ctx, tok, mask)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, err := e.Exec(tokens, mask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp := outs[0].Value().([][]float32)
+	maxDiff := 0.0
+	for i := range sampled {
+		T := len(lp[i])
+		for j := range sampled[i].Tokens {
+			maxDiff = max(maxDiff, math.Abs(float64(lp[i][T-len(sampled[i].Tokens)+j]-sampled[i].RawLogProbs[j])))
+		}
+	}
+	t.Logf("max |sampler log-prob - TokenLogProbs| over %d positions = %.3g", len(sampled[0].Tokens), maxDiff)
+	if maxDiff > 1e-4 {
+		t.Errorf("sampler log-probs differ from the training graph by %g", maxDiff)
+	}
+}
