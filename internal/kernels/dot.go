@@ -186,10 +186,14 @@ func (l *Lib) dotGeneral(b *simplego.Backend, n *simplego.Node, inputs []*simple
 // of columns when there are fewer batch elements than cores.
 func (l *Lib) smallDots(batch, m, n, k int, a, b []float32, bCrossFirst bool, c []float32) {
 	align := smallAlign(bCrossFirst)
-	parts := max(1, runtime.GOMAXPROCS(0)/batch)
 	blocks := max(1, n/align)
+	crew := l.crew()
+	parts := max(1, runtime.GOMAXPROCS(0)/batch)
+	if crew != nil && batch*m*n*k >= crewWork {
+		parts = (crewUnits + batch - 1) / batch
+	}
 	parts = min(parts, blocks)
-	parallel(batch*parts, m*n*k/parts/smallCost, func(lo, hi int) {
+	body := func(lo, hi int) {
 		var scratch []float32
 		for u := lo; u < hi; u++ {
 			i, j := u/parts, u%parts
@@ -199,8 +203,21 @@ func (l *Lib) smallDots(batch, m, n, k int, a, b []float32, bCrossFirst bool, c 
 			}
 			smallDot(m, n, k, a[i*m*k:(i+1)*m*k], b[i*n*k:(i+1)*n*k], bCrossFirst, c[i*m*n:(i+1)*m*n], n0, n1, &scratch)
 		}
-	})
+	}
+	if crew != nil && batch*m*n*k >= crewWork && crew.run(batch*parts, body) {
+		l.crewCalls.Add(1)
+		return
+	}
+	parallel(batch*parts, m*n*k/parts/smallCost, body)
 }
+
+// crewWork is the fewest multiply-adds of a small product shared with the crew (a decoding step's k and v
+// projections for 8 sequences have 262K), and crewUnits the fewest units it is cut into: a few per core, so that
+// a helper that joins late still takes a share.
+const (
+	crewWork  = 64 * 1024
+	crewUnits = 8
+)
 
 // sgemmCost scales an OpenBLAS product's multiply-adds to parallel's per-element cost: products of more than
 // 4M multiply-adds (about 40 µs on one core) are split across cores, where waking the other core's thread pays.

@@ -33,6 +33,9 @@ type Lib struct {
 	// small switches the small-product kernels on (SetSmallDot); smallCalls counts the DotGenerals they ran.
 	small      atomic.Bool
 	smallCalls atomic.Int64
+	// noCrew keeps small products off the spinning helpers (SetCrew); crewCalls counts those shared with them.
+	noCrew    atomic.Bool
+	crewCalls atomic.Int64
 	// params caches DotGeneral nodes' axes, bounded (its keys keep their graphs alive).
 	paramsOf paramsCache
 }
@@ -70,6 +73,7 @@ func load() (*Lib, error) {
 		}
 		lib := &Lib{Path: name}
 		lib.small.Store(true)
+		lib.noCrew.Store(os.Getenv(EnvCrew) != "on")
 		purego.RegisterLibFunc(&lib.sgemm, h, "cblas_sgemm")
 		// One thread per call: this package splits a DotGeneral across cores itself. OpenBLAS's own worker
 		// threads keep spinning for a while after each call, and took the cores from the Go kernels that run
@@ -96,6 +100,29 @@ func (l *Lib) SmallCalls() int64 { return l.smallCalls.Load() }
 func (l *Lib) SetSmallDot(on bool) bool {
 	l.small.Store(on)
 	return haveAVX512
+}
+
+// EnvCrew, set to "on", makes small products (decoding's) shared with helper goroutines that spin between ops
+// (see SetCrew); they are not by default.
+const EnvCrew = "MCPRL_CREW"
+
+// SetCrew switches the sharing of small products (decoding's) with helper goroutines that spin between ops
+// on or off, for comparisons in one run; call it between executions. It reports whether there are helpers
+// (GOMAXPROCS above 1).
+func (l *Lib) SetCrew(on bool) bool {
+	l.noCrew.Store(!on)
+	return sharedCrew() != nil
+}
+
+// CrewCalls reports how many small products were shared with the spinning helpers.
+func (l *Lib) CrewCalls() int64 { return l.crewCalls.Load() }
+
+// crew returns the helpers small products are shared with, nil when off or when there are none.
+func (l *Lib) crew() *crew {
+	if l.noCrew.Load() {
+		return nil
+	}
+	return sharedCrew()
 }
 
 // Sgemm computes c = a·b (row-major), where a is m x k (k x m when transA) and b is k x n (n x k when transB),
