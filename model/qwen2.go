@@ -153,8 +153,9 @@ func (m *Model) attention(ctx *context.Context, x, cos, sin, bias *Node, cache *
 	}
 	scores := DotGeneral(q, []int{4}, []int{0, 1}, keys, []int{3}, []int{0, 1}) // [B, kvH, G, T, S]
 	// Adding the mask, as HF does, broadcasts it inside the Add; its gradient passes straight through.
-	var out *Node     // [B, kvH, G, T, hd]
-	if cache != nil { // decoding, never differentiated: without attend's gradient plumbing (three more ops)
+	// out is [B, kvH, G, T, hd]. Decoding is never differentiated: it goes without attend's gradient plumbing.
+	var out *Node
+	if cache != nil {
 		out = DotGeneral(Softmax(Add(scores, bias), -1), []int{4}, []int{0, 1}, values, []int{2}, []int{0, 1})
 	} else {
 		out = attend(Add(scores, bias), values)
