@@ -293,6 +293,11 @@ func BenchmarkDecode(b *testing.B) {
 	wall, cpu := time.Since(t0).Seconds(), cpuSeconds()-cpu0
 	b.ReportMetric(float64(b.N*batch*newTokens)/wall, "tokens/s")
 	b.ReportMetric(float64(b.N*batch*newTokens)/cpu, "tokens/cpu-s")
+	if lib, err := kernels.OpenBLAS(); err == nil {
+		if units, helped, stood := lib.CrewStats(); units > 0 {
+			b.Logf("%s=on: helpers ran %.0f%% of the shared products' units; stood down %d times", kernels.EnvCrew, 100*float64(helped)/float64(units), stood)
+		}
+	}
 	if times != nil {
 		times.Stop()
 		var out strings.Builder

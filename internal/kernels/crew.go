@@ -32,6 +32,7 @@ type crew struct {
 	pause              time.Duration // the next stand-down
 	until              time.Time     // standing down until then
 	standDowns, probes atomic.Int64  // counted for tests and reports
+	allUnits, helped   atomic.Int64  // every unit run, and those helpers ran
 }
 
 const (
@@ -134,6 +135,8 @@ func (c *crew) run(units int, fn func(lo, hi int)) bool {
 	}
 	c.job.CompareAndSwap(j, nil)
 	c.account(units, units-mine)
+	c.allUnits.Add(int64(units))
+	c.helped.Add(int64(units - mine))
 	return true
 }
 

@@ -118,3 +118,31 @@ func TestSmallDotsCrew(t *testing.T) {
 		t.Logf("%+v: shared with the crew: %v", s, lib.CrewCalls() > calls)
 	}
 }
+
+// TestCrewHelperJoins: a job's two units run at the same time, one on the caller and one on a helper: each unit
+// waits until the other has started. The helper is asleep when the job is posted (woken by run) and spinning
+// for the second job.
+func TestCrewHelperJoins(t *testing.T) {
+	c := newCrew(1)
+	defer c.stop()
+	for round := range 2 {
+		if round == 0 {
+			time.Sleep(2 * crewSpin) // the helper has gone to sleep
+		}
+		var started [2]atomic.Bool
+		var alone atomic.Bool
+		c.run(2, func(lo, _ int) {
+			started[lo].Store(true)
+			deadline := time.Now().Add(5 * time.Second)
+			for !started[1-lo].Load() {
+				if time.Now().After(deadline) {
+					alone.Store(true)
+					return
+				}
+			}
+		})
+		if alone.Load() {
+			t.Fatalf("round %d: no helper ran the job's other unit within 5 s", round)
+		}
+	}
+}

@@ -117,6 +117,16 @@ func (l *Lib) SetCrew(on bool) bool {
 // CrewCalls reports how many small products were shared with the spinning helpers.
 func (l *Lib) CrewCalls() int64 { return l.crewCalls.Load() }
 
+// CrewStats reports the units of the small products shared with the spinning helpers so far, how many of them
+// the helpers ran (the rest ran on the callers), and how often the helpers stood down for want of cores.
+func (l *Lib) CrewStats() (units, helped, standDowns int64) {
+	c := sharedCrew()
+	if c == nil {
+		return 0, 0, 0
+	}
+	return c.allUnits.Load(), c.helped.Load(), c.standDowns.Load()
+}
+
 // crew returns the helpers small products are shared with, nil when off or when there are none.
 func (l *Lib) crew() *crew {
 	if l.noCrew.Load() {
