@@ -402,41 +402,45 @@ func (sc *sampleScratch) exps(logits []float32, scale, shift float64) []float32 
 	return x
 }
 
-// logSumExp is log Σ e^(logits[i]*scale), as the training graph's float32 log-softmax computes it: the
-// exponentials in float32, their sum in float64.
-func (sc *sampleScratch) logSumExp(logits []float32, scale float64) float64 {
-	m := float32(math.Inf(-1))
-	for _, l := range logits {
-		m = max(m, l*float32(scale))
+// logSumExp is log Σ e^(logits[i]*scale) for scale > 0, as the training graph's float32 log-softmax computes it
+// (the exponentials in float32), the sum in float64; best is the first index of the largest logit.
+func (sc *sampleScratch) logSumExp(logits []float32, scale float64) (lse float64, best int) {
+	for i, l := range logits {
+		if l > logits[best] {
+			best = i
+		}
 	}
+	m := logits[best] * float32(scale)
 	if math.IsInf(float64(m), 0) || math.IsNaN(float64(m)) {
-		return float64(m)
+		return float64(m), best
 	}
-	sum := 0.0
-	for _, e := range sc.exps(logits, scale, float64(m)) {
-		sum += float64(e)
+	x := sc.exps(logits, scale, float64(m))
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		s0 += float64(x[i])
+		s1 += float64(x[i+1])
+		s2 += float64(x[i+2])
+		s3 += float64(x[i+3])
 	}
-	return float64(m) + math.Log(sum)
+	for ; i < len(x); i++ {
+		s0 += float64(x[i])
+	}
+	return float64(m) + math.Log((s0+s1)+(s2+s3)), best
 }
 
 // sampleToken draws a token from logits and returns it with its log-prob at the temperature (TRL's convention,
 // untruncated) and at temperature 1.
 func sampleToken(logits []float32, opts *SampleOptions, rng *rand.Rand, sc *sampleScratch) (tok int, logp, raw float32) {
-	lse1 := sc.logSumExp(logits, 1)
+	lse1, best := sc.logSumExp(logits, 1)
 	if opts.Temperature == 0 {
-		best := 0
-		for i, l := range logits {
-			if l > logits[best] {
-				best = i
-			}
-		}
 		r := float32(float64(logits[best]) - lse1)
 		return best, r, r
 	}
 	scale := 1 / opts.Temperature
 	lseT := lse1
 	if scale != 1 {
-		lseT = sc.logSumExp(logits, scale)
+		lseT, _ = sc.logSumExp(logits, scale)
 	}
 	// Every weight once (the passes below read each up to three times).
 	if cap(sc.w) < len(logits) {

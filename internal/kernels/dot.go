@@ -20,6 +20,15 @@ const MinWork = 16 * 1024
 type dotParams struct {
 	lhsContract, lhsBatch, rhsContract, rhsBatch []int
 	batch, lhsCross, rhsCross, contract          int
+	// How each operand is laid out (operandLayout), for the node's input shapes.
+	lhs, rhs form
+}
+
+// form is an operandLayout: in place as [batch, cross, contract] (crossFirst), in place as [batch, contract,
+// cross], or copied through perm into [batch, cross, contract].
+type form struct {
+	perm               []int
+	crossFirst, copied bool
 }
 
 func readParams(n *simplego.Node) (p dotParams, err error) {
@@ -85,7 +94,7 @@ type paramsCache struct {
 
 // params returns readParams(n), read once per node while cached: a compiled graph runs its nodes many times
 // (a decoding step runs every token), and reflection costs microseconds per call.
-func (l *Lib) params(n *simplego.Node) (dotParams, error) {
+func (l *Lib) params(n *simplego.Node, lhsDims, rhsDims []int) (dotParams, error) {
 	c := &l.paramsOf
 	c.mu.Lock()
 	p, ok := c.m[n]
@@ -97,6 +106,8 @@ func (l *Lib) params(n *simplego.Node) (dotParams, error) {
 	if err != nil {
 		return p, err
 	}
+	p.lhs.perm, p.lhs.crossFirst, p.lhs.copied = operandLayout(lhsDims, p.lhsBatch, p.lhsContract)
+	p.rhs.perm, p.rhs.crossFirst, p.rhs.copied = operandLayout(rhsDims, p.rhsBatch, p.rhsContract)
 	c.mu.Lock()
 	if c.m == nil || len(c.m) >= maxCachedParams {
 		c.m = make(map[*simplego.Node]dotParams)
@@ -115,13 +126,12 @@ func (l *Lib) dotGeneral(b *simplego.Backend, n *simplego.Node, inputs []*simple
 	if !ok1 || !ok2 {
 		return simplegos[backends.OpTypeDotGeneral](b, n, inputs, owned)
 	}
-	p, err := l.params(n)
+	p, err := l.params(n, lhsDims, rhsDims)
 	if err != nil || len(lhs) != p.batch*p.lhsCross*p.contract || len(rhs) != p.batch*p.rhsCross*p.contract {
 		return simplegos[backends.OpTypeDotGeneral](b, n, inputs, owned)
 	}
 	m, nn, k := p.lhsCross, p.rhsCross, p.contract
-	_, aFirst, _ := operandLayout(lhsDims, p.lhsBatch, p.lhsContract)
-	_, bFirst, _ := operandLayout(rhsDims, p.rhsBatch, p.rhsContract)
+	aFirst, bFirst := p.lhs.crossFirst, p.rhs.crossFirst
 	small := l.small.Load() && smallOK(m, k, aFirst, bFirst)
 	if !small && m*nn*k < MinWork {
 		return simplegos[backends.OpTypeDotGeneral](b, n, inputs, owned)
@@ -130,8 +140,8 @@ func (l *Lib) dotGeneral(b *simplego.Backend, n *simplego.Node, inputs []*simple
 	if err != nil {
 		return nil, fmt.Errorf("DotGeneral: %w", err)
 	}
-	a, aCrossFirst := operand(lhs, lhsDims, p.lhsBatch, p.lhsContract)
-	bm, bCrossFirst := operand(rhs, rhsDims, p.rhsBatch, p.rhsContract)
+	a, aCrossFirst := operand(lhs, lhsDims, p.lhs)
+	bm, bCrossFirst := operand(rhs, rhsDims, p.rhs)
 	if small {
 		l.smallCalls.Add(1)
 		l.smallDots(p.batch, m, nn, k, a, bm, bCrossFirst, c)
@@ -233,14 +243,13 @@ const sgemmCost = 64
 // one run).
 const smallCost = 256
 
-// operand returns x laid out as [batch, cross, contract] (crossFirst) or [batch, contract, cross], transposing
-// it only when its axes are in neither order.
-func operand(x []float32, dims, batchAxes, contractAxes []int) (data []float32, crossFirst bool) {
-	perm, crossFirst, copied := operandLayout(dims, batchAxes, contractAxes)
-	if copied {
-		return transpose(x, dims, perm), true
+// operand returns x laid out as [batch, cross, contract] (crossFirst) or [batch, contract, cross], as f says,
+// transposing it only when its axes are in neither order.
+func operand(x []float32, dims []int, f form) (data []float32, crossFirst bool) {
+	if f.copied {
+		return transpose(x, dims, f.perm), true
 	}
-	return x, crossFirst
+	return x, f.crossFirst
 }
 
 // operandLayout says how operand lays out an operand of dims: in place as [batch, cross, contract]

@@ -15,7 +15,13 @@ type plan struct {
 }
 
 func makePlan(dims []int, strides ...[]int) plan {
-	p := plan{strides: make([][]int, len(strides))}
+	// One backing array for every axis list (an op's plan is built on each run: allocations add up).
+	n := max(len(dims), 1)
+	buf := make([]int, n*(1+len(strides)))
+	p := plan{dims: buf[:0:n], strides: make([][]int, len(strides))}
+	for k := range strides {
+		p.strides[k] = buf[n*(k+1) : n*(k+1) : n*(k+2)]
+	}
 	for a, d := range dims {
 		if d == 1 {
 			continue
@@ -34,9 +40,9 @@ func makePlan(dims []int, strides ...[]int) plan {
 		}
 	}
 	if len(p.dims) == 0 {
-		p.dims = []int{1}
+		p.dims = append(p.dims, 1)
 		for k := range p.strides {
-			p.strides[k] = []int{0}
+			p.strides[k] = append(p.strides[k], 0)
 		}
 	}
 	return p
@@ -76,9 +82,10 @@ func (p plan) each(block, lo, hi int, fn func(off []int, n int)) {
 	w := p.inner()
 	per := (w + block - 1) / block // units per row
 	outer := p.dims[:len(p.dims)-1]
-	idx := make([]int, len(outer))
-	base := make([]int, len(p.strides)) // offsets at the start of the current row
-	off := make([]int, len(p.strides))
+	buf := make([]int, len(outer)+2*len(p.strides))
+	idx := buf[:len(outer)]
+	base := buf[len(outer) : len(outer)+len(p.strides)] // offsets at the start of the current row
+	off := buf[len(outer)+len(p.strides):]
 	r := lo / per
 	for a := len(outer) - 1; a >= 0; a-- {
 		idx[a] = r % outer[a]
