@@ -19,10 +19,10 @@ type Policy struct {
 	// CompletionSlots, when > 0, sizes each batch's cache from its own
 	// prompts instead of Capacity: the slots its prompts' batched feed takes,
 	// plus CompletionSlots for everything after them (one slot per decoding
-	// step of a Generate, and each observation feed's chunk). A session's
-	// per-step cost grows with its slots, so a cache sized to the actual
-	// prompts rather than max_prompt_length samples faster. CompletionSlots
-	// gives it for a rollout's limits.
+	// step of a Generate, and each observation feed's chunk): a rollout's
+	// limits rather than max_prompt_length. The cache tensors grow with the
+	// slots in use (Session), so the capacity bounds the sequences, not the
+	// cost of a decoding step.
 	CompletionSlots int
 }
 
