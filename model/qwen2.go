@@ -193,7 +193,7 @@ func attend(x, values *Node) *Node {
 }
 
 // mlp is Qwen2MLP (SwiGLU). A graph that is never differentiated (decoding) passes plain to compute silu(gate) *
-// up without swiGLU's gradient plumbing: the same values, five ops fewer.
+// up without swiGLU's gradient plumbing: the same values, eight ops fewer.
 func mlp(ctx *context.Context, x *Node, plain bool) *Node {
 	gate := linear(ctx.In("gate_proj"), x, false)
 	up := linear(ctx.In("up_proj"), x, false)

@@ -78,6 +78,7 @@ type Session struct {
 	batch     int
 	slots     int
 	window    int // slots the cache tensors hold: the first window slots
+	closed    bool
 	cursor    int
 	caches    []*tensors.Tensor // [B, kvHeads, window, headDim] each; nil before the first step
 	slotValid []int32           // [B, slots]
@@ -166,8 +167,11 @@ func (s *Session) Close() {
 	for _, c := range s.caches {
 		c.FinalizeAll()
 	}
-	s.caches = nil
+	s.caches, s.closed = nil, true
 }
+
+// errClosed is returned by Append and Generate after Close.
+var errClosed = errors.New("session closed")
 
 func (m *Model) getStepExec() (*mlctx.Exec, error) {
 	m.mu.Lock()
@@ -185,6 +189,9 @@ func (m *Model) getStepExec() (*mlctx.Exec, error) {
 // step feeds chunk[b] (at most k tokens, right-aligned; empty = nothing) and returns the logits [B][V] of the
 // last position for the sequences that were fed.
 func (s *Session) step(chunk [][]int, k int) error {
+	if s.closed {
+		return errClosed
+	}
 	if s.cursor+k > s.slots {
 		return ErrCapacity
 	}

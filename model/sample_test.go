@@ -2,6 +2,7 @@ package model
 
 import (
 	"context"
+	"errors"
 	"math"
 	"slices"
 	"testing"
@@ -233,6 +234,18 @@ func TestSessionCapacity(t *testing.T) {
 	}
 	if err := s.Append(context.Background(), [][]int{{1, 2}, nil}); err == nil {
 		t.Errorf("append beyond capacity succeeded")
+	}
+	// A closed session's cache is gone: it refuses to go on rather than decode from an empty one.
+	s2, err := m.NewSession(2, 64, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Append(context.Background(), [][]int{{1, 2}, {3}}); err != nil {
+		t.Fatal(err)
+	}
+	s2.Close()
+	if _, err := s2.Generate(context.Background(), SampleOptions{MaxNewTokens: 2}); !errors.Is(err, errClosed) {
+		t.Errorf("generate after close: %v, want %v", err, errClosed)
 	}
 }
 
