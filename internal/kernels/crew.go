@@ -89,6 +89,24 @@ func sharedCrew() *crew {
 	return theCrew
 }
 
+// activeCrew is the crew small products are shared with (Lib.crew), nil when off or without OpenBLAS.
+func activeCrew() *crew {
+	if openblas == nil {
+		return nil
+	}
+	return openblas.crew()
+}
+
+// hot reports whether a helper is awake (polling or working).
+func (c *crew) hot() bool {
+	for _, h := range c.helpers {
+		if !h.parked.Load() {
+			return true
+		}
+	}
+	return false
+}
+
 // newCrew starts a crew of n helpers.
 func newCrew(n int) *crew {
 	c := &crew{done: make(chan struct{})}

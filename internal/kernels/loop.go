@@ -166,10 +166,16 @@ const minParallel = 32 * 1024
 // parallel calls fn on contiguous ranges covering [0, n), concurrently when the work (n items of cost each)
 // is large enough, with at most GOMAXPROCS ranges. Each item is handled by exactly one call, so the results of
 // per-item work do not depend on the split.
+//
+// While the crew's helpers are spinning (see crew), the ranges go to them: a goroutine started here would wait in
+// the spawning core's run queue while a spinning helper holds the other core.
 func parallel(n, cost int, fn func(lo, hi int)) {
 	parts := min(runtime.GOMAXPROCS(0), n*cost/minParallel, n)
 	if parts <= 1 {
 		fn(0, n)
+		return
+	}
+	if c := activeCrew(); c != nil && c.hot() && c.run(parts, func(u, _ int) { fn(u*n/parts, (u+1)*n/parts) }) {
 		return
 	}
 	var wg sync.WaitGroup
