@@ -295,7 +295,7 @@ func BenchmarkDecode(b *testing.B) {
 	b.ReportMetric(float64(b.N*batch*newTokens)/cpu, "tokens/cpu-s")
 	if lib, err := kernels.OpenBLAS(); err == nil {
 		if units, helped, stood := lib.CrewStats(); units > 0 {
-			b.Logf("%s=on: helpers ran %.0f%% of the shared products' units; stood down %d times", kernels.EnvCrew, 100*float64(helped)/float64(units), stood)
+			b.Logf("crew (%s=off to keep it off): helpers ran %.0f%% of the shared products' units; stood down %d times", kernels.EnvCrew, 100*float64(helped)/float64(units), stood)
 		}
 	}
 	if times != nil {

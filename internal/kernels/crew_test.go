@@ -96,10 +96,11 @@ func TestSmallDotsCrew(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
+	was := !lib.noCrew.Load()
+	defer lib.SetCrew(was)
 	if !lib.SetCrew(true) {
 		t.Skip("GOMAXPROCS 1: no helpers")
 	}
-	defer lib.SetCrew(false)
 	for _, s := range []struct {
 		batch, m, n, k int
 		bCrossFirst    bool

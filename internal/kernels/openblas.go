@@ -73,7 +73,7 @@ func load() (*Lib, error) {
 		}
 		lib := &Lib{Path: name}
 		lib.small.Store(true)
-		lib.noCrew.Store(os.Getenv(EnvCrew) != "on")
+		lib.noCrew.Store(os.Getenv(EnvCrew) == "off")
 		purego.RegisterLibFunc(&lib.sgemm, h, "cblas_sgemm")
 		// One thread per call: this package splits a DotGeneral across cores itself. OpenBLAS's own worker
 		// threads keep spinning for a while after each call, and took the cores from the Go kernels that run
@@ -102,8 +102,8 @@ func (l *Lib) SetSmallDot(on bool) bool {
 	return haveAVX512
 }
 
-// EnvCrew, set to "on", makes small products (decoding's) shared with helper goroutines that spin between ops
-// (see SetCrew); they are not by default.
+// EnvCrew, set to "off", keeps small products (decoding's) off the helper goroutines that spin between ops (see
+// SetCrew); they are shared with them by default where GOMAXPROCS is above 1.
 const EnvCrew = "MCPRL_CREW"
 
 // SetCrew switches the sharing of small products (decoding's) with helper goroutines that spin between ops
