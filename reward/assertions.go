@@ -15,6 +15,7 @@ import (
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/vm"
 	"github.com/mcprl/mcprl/chat"
+	"github.com/mcprl/mcprl/sandbox/sqldb"
 	"github.com/mcprl/mcprl/sandbox/sqllex"
 	"github.com/mcprl/mcprl/task"
 )
@@ -27,7 +28,14 @@ import (
 // (order-insensitive unless the oracle has ORDER BY; values compared
 // type-tolerantly: 3, 3.0 and "3" are equal), or, for a one-cell result,
 // that value as a whole token in the final answer of a trajectory that
-// queried the database at least once. Any other assertion is an
+// queried the database at least once. A query whose result matched is run
+// again beside the oracle on Variants copies of the data with rows removed
+// and must match there too: a filter on the wrong value that happens to
+// count as many rows does not hold (nor does an answer that states the
+// value such a query returned). An answer that states a one-cell oracle's
+// value holds when a query's result shows it (among its cells, or as its
+// row count) on the live data and the copies alike, or when no query's
+// result shows it at all (derived from other results: nothing to check). Any other assertion is an
 // expr-lang/expr boolean expression over Facts, compiled once and cached.
 type Assertions struct {
 	mu       sync.Mutex
@@ -240,8 +248,10 @@ func (a *Assertions) checkExpr(src string, facts Facts) (Check, error) {
 	return Check{Name: src, Why: why}, nil
 }
 
-// observed is one successful query_database observation.
+// observed is one successful query_database observation and the SQL that
+// produced it.
 type observed struct {
+	SQL     string   `json:"-"`
 	Columns []string `json:"columns"`
 	Rows    [][]any  `json:"rows"`
 }
@@ -262,40 +272,89 @@ func observations(t *chat.Trajectory) []observed {
 		var o observed
 		dec := json.NewDecoder(strings.NewReader(string(b)))
 		dec.UseNumber()
-		if dec.Decode(&o) == nil && o.Columns != nil {
-			out = append(out, o)
+		if dec.Decode(&o) != nil || o.Columns == nil {
+			continue
 		}
+		var args struct {
+			SQL string `json:"sql"`
+		}
+		if json.Unmarshal(c.Call.Arguments, &args) == nil {
+			o.SQL = args.SQL
+		}
+		out = append(out, o)
 	}
 	return out
 }
 
 var orderBy = regexp.MustCompile(`(?i)\border\s+by\b`)
 
+// Variants is how many copies of the trajectory's data, each with about
+// half of every table's rows removed, a query that matched an oracle live
+// must match it on too (sqldb.DB.Variants). With 2 variants, a filter on
+// the wrong value that happened to count the same rows is caught unless
+// both copies keep its rows and the oracle's in equal numbers.
+const Variants = 3
+
 func (a *Assertions) checkSQL(ctx context.Context, in *Input, src string) (Check, error) {
 	if in.Sandbox == nil {
 		return Check{}, fmt.Errorf("assertion %q needs the trajectory's sandbox", src)
 	}
-	res, err := in.Sandbox.DB().Oracle(ctx, src)
+	db := in.Sandbox.DB()
+	res, err := db.Oracle(ctx, src)
 	if err != nil {
 		return Check{}, fmt.Errorf("oracle %q: %w", src, err)
 	}
 	want := canonRows(res.Rows)
 	ordered := orderBy.MatchString(src)
+	oneCell := len(res.Rows) == 1 && len(res.Columns) == 1
 	obs := observations(in.Trajectory)
+	// The queries whose result is the oracle's and, for a one-cell oracle
+	// whose value the answer states, those whose result holds that value or
+	// has that many rows (an answer that counted a listing).
+	var cands []candidate
+	stated := oneCell && in.Trajectory != nil && inAnswer(in.Trajectory.Answer, res.Rows[0][0])
 	for _, o := range obs {
-		if len(o.Columns) != len(res.Columns) {
-			continue
-		}
-		if sameRows(canonRows(o.Rows), want, ordered) {
-			return Check{Name: src, Held: true, Why: "a query_database result has the oracle's rows"}, nil
+		switch {
+		case len(o.Columns) == len(res.Columns) && sameRows(canonRows(o.Rows), want, ordered):
+			cands = append(cands, candidate{o.SQL, matchRows})
+		case stated:
+			if holds(o.Rows, canon(res.Rows[0][0])) {
+				cands = append(cands, candidate{o.SQL, matchCell})
+			}
+			if canon(int64(len(o.Rows))) == canon(res.Rows[0][0]) {
+				cands = append(cands, candidate{o.SQL, matchCount})
+			}
 		}
 	}
-	if len(res.Rows) == 1 && len(res.Columns) == 1 {
+	if len(cands) > 0 {
+		// A live match counts when it is no coincidence of the data: the
+		// same query matches the oracle on copies with rows removed too.
+		sqls := make([]string, len(cands))
+		for i, c := range cands {
+			sqls[i] = c.sql
+		}
+		vs, err := db.Variants(ctx, Variants, src, sqls)
+		if err != nil {
+			return Check{}, fmt.Errorf("oracle %q on copies of the data: %w", src, err)
+		}
+		for i, c := range cands {
+			if c.matchesOnVariants(vs, i+1, ordered) {
+				if c.kind == matchRows {
+					return Check{Name: src, Held: true, Why: "a query_database result has the oracle's rows"}, nil
+				}
+				return Check{Name: src, Held: true, Why: fmt.Sprintf("the final answer states the oracle's value %s, which a query_database result shows", canon(res.Rows[0][0]))}, nil
+			}
+		}
+		return Check{Name: src, Why: fmt.Sprintf("a query_database result matched the oracle only by a coincidence of the data: on a copy with rows removed %q and the oracle disagree", shorten(cands[0].sql, 120))}, nil
+	}
+	if oneCell {
 		cell := canon(res.Rows[0][0])
 		if len(obs) == 0 {
 			return Check{Name: src, Why: fmt.Sprintf("the oracle's value %s was never queried (no successful query_database call)", cell)}, nil
 		}
-		if inAnswer(in.Trajectory.Answer, res.Rows[0][0]) {
+		if stated {
+			// Derived from other results (counting a listing's rows, say):
+			// no query to check on the copies.
 			return Check{Name: src, Held: true, Why: fmt.Sprintf("the final answer states the oracle's value %s", cell)}, nil
 		}
 		return Check{Name: src, Why: fmt.Sprintf("no query result had the oracle's value %s and the final answer does not state it", cell)}, nil
@@ -304,6 +363,67 @@ func (a *Assertions) checkSQL(ctx context.Context, in *Input, src string) (Check
 		return Check{Name: src, Why: "no successful query_database call"}, nil
 	}
 	return Check{Name: src, Why: fmt.Sprintf("no query result had the oracle's %d rows", len(res.Rows))}, nil
+}
+
+// candidate is a query whose live result matched an oracle, and how.
+type candidate struct {
+	sql  string
+	kind int
+}
+
+const (
+	matchRows  = iota // the oracle's rows
+	matchCell         // the one-cell oracle's value among its cells
+	matchCount        // as many rows as the one-cell oracle's value
+)
+
+// matchesOnVariants reports whether the candidate, query j (1...) of vs,
+// matches the oracle (0) the same way on every variant where the oracle ran.
+func (c candidate) matchesOnVariants(vs [][]*sqldb.Result, j int, ordered bool) bool {
+	for _, v := range vs {
+		o, q := v[0], v[j]
+		if o == nil {
+			continue
+		}
+		if q == nil {
+			return false
+		}
+		switch c.kind {
+		case matchRows:
+			if len(q.Columns) != len(o.Columns) || !sameRows(canonRows(q.Rows), canonRows(o.Rows), ordered) {
+				return false
+			}
+		case matchCell:
+			if len(o.Rows) != 1 || len(o.Rows[0]) != 1 || !holds(q.Rows, canon(o.Rows[0][0])) {
+				return false
+			}
+		case matchCount:
+			if len(o.Rows) != 1 || len(o.Rows[0]) != 1 || canon(int64(len(q.Rows))) != canon(o.Rows[0][0]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// holds reports whether any cell of rows is cell (canonical form).
+func holds(rows [][]any, cell string) bool {
+	for _, r := range rows {
+		for _, v := range r {
+			if canon(v) == cell {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// shorten cuts s to n bytes for a message.
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }
 
 // canon writes a cell so that equal values of different types (3, 3.0,

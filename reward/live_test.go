@@ -218,3 +218,31 @@ func TestGoldenTrajectoriesHold(t *testing.T) {
 		}
 	})
 }
+
+// TestAssertionsCoincidence: on the customers fixture 'pending' and
+// 'suspended' both count 2 customers. A query on the wrong one matches the
+// oracle's value live, but not on copies of the data with rows removed, so
+// the assertion does not hold; the right query, written another way, does,
+// and so does an answer that counted the right listing's rows.
+func TestAssertionsCoincidence(t *testing.T) {
+	tk := &task.Task{ID: "pending-count", Fixture: "customers", Task: "How many customers have status 'pending'?",
+		GroundTruthAssertions: []string{"SELECT COUNT(*) FROM customers WHERE status = 'pending'"}}
+	backends(t, func(t *testing.T, fac *sandbox.Factory) {
+		a := NewAssertions()
+		for i, c := range []struct {
+			text string
+			want float64
+			why  string
+		}{
+			{q("SELECT COUNT(*) FROM customers WHERE status = 'suspended'") + "2 customers.", 0, "coincidence"},
+			{q("SELECT id FROM customers WHERE status = 'suspended'") + "2 customers.", 0, "coincidence"},
+			{q("SELECT COUNT(*) FROM customers WHERE status = 'suspended'") + q("SELECT COUNT(id) FROM customers WHERE 'pending' = status") + "2.", 1, "oracle's rows"},
+			{q("SELECT id, email FROM customers WHERE status = 'pending'") + "2 customers are pending.", 1, "shows"},
+		} {
+			s := scoreLive(t, fac, tk, a, c.text)
+			if s.Value != c.want || len(s.Checks) != 1 || !strings.Contains(s.Checks[0].Why, c.why) {
+				t.Errorf("case %d: %v, want %v with %q: %+v", i, s.Value, c.want, c.why, s.Checks)
+			}
+		}
+	})
+}

@@ -132,6 +132,9 @@ type forkConn interface {
 	query(ctx context.Context, sql string, lim limits) (*Result, error)
 	oracle(ctx context.Context, sql string, lim limits) (*Result, error)
 	tables(ctx context.Context) ([]Table, error)
+	// variant runs the oracle and the queries on variant i of the data,
+	// then restores it (DB.Variants).
+	variant(ctx context.Context, i int, tables []Table, oracle string, queries []string, lim limits) ([]*Result, error)
 	// lost is non-nil once the fork's state is gone (its connection died):
 	// it can serve no more calls and must be replaced.
 	lost() error
@@ -345,9 +348,12 @@ func (l lostFork) oracle(context.Context, string, limits) (*Result, error) {
 	return nil, l.err()
 }
 func (l lostFork) tables(context.Context) ([]Table, error) { return nil, l.err() }
-func (l lostFork) lost() error                             { return l.why }
-func (l lostFork) close() error                            { return nil }
-func (l lostFork) err() error                              { return fmt.Errorf("sqldb: fork lost: %w", l.why) }
+func (l lostFork) variant(context.Context, int, []Table, string, []string, limits) ([]*Result, error) {
+	return nil, l.err()
+}
+func (l lostFork) lost() error  { return l.why }
+func (l lostFork) close() error { return nil }
+func (l lostFork) err() error   { return fmt.Errorf("sqldb: fork lost: %w", l.why) }
 
 // Oracle runs trusted read-only SQL (a reward assertion) against this
 // fork's current state, without the policy's confinement; it cannot change
