@@ -296,6 +296,7 @@ func (r *Registry) New(name string) (Func, error) {
 func (r *Registry) Parse(spec string) (Func, error) {
 	items := strings.Split(spec, ",")
 	var terms []Term
+	seen := map[string]string{} // resolved name -> the name it was given as
 	for _, it := range items {
 		it = strings.TrimSpace(it)
 		if it == "" {
@@ -314,6 +315,15 @@ func (r *Registry) Parse(spec string) (Func, error) {
 		if err != nil {
 			return nil, err
 		}
+		// The same reward twice, also through an alias (seed and
+		// compute_mcp_reward are one), would be counted twice.
+		if first, dup := seen[r.Resolve(name)]; dup {
+			if first == name {
+				return nil, fmt.Errorf("reward %q listed twice in %q", name, spec)
+			}
+			return nil, fmt.Errorf("reward %q listed twice in %q: %q is the same reward (%s)", name, spec, first, r.Resolve(name))
+		}
+		seen[r.Resolve(name)] = name
 		terms = append(terms, Term{Func: f, Weight: weight})
 	}
 	if len(terms) == 0 {

@@ -119,6 +119,13 @@ func TestRegistryAndWeighted(t *testing.T) {
 	if _, err := r.Parse("format:x"); err == nil {
 		t.Error("a bad weight must be an error")
 	}
+	// The same reward twice would be summed twice: refused, through an alias too.
+	if _, err := r.Parse("format:0.3,format:0.2"); err == nil || !strings.Contains(err.Error(), `reward "format" listed twice`) {
+		t.Errorf("a repeated reward: %v", err)
+	}
+	if _, err := r.Parse("seed,compute_mcp_reward"); err == nil || !strings.Contains(err.Error(), `"seed" is the same reward (compute_mcp_reward)`) {
+		t.Errorf("a reward repeated through its alias: %v", err)
+	}
 	f, err := r.Parse("format:0.3,tool_selection:0.3,hallucination:0.5")
 	if err != nil {
 		t.Fatal(err)
