@@ -19,6 +19,8 @@
 #   MODEL=path/to/model.json scripts/experiment.sh    # another model size
 #   GRPO_CONFIG=FILE CONTROL_CONFIG=FILE scripts/experiment.sh   # other GRPO / compute-control configs
 #   GRPO_TASKS=edge GRPO_CONFIG=examples/experiment/grpo-edge.yaml scripts/experiment.sh   # GRPO on the edge cases alone
+#   REUSE=runs/experiment GRPO_TASKS=edge GRPO_CONFIG=examples/experiment/grpo-edge.yaml OUT=runs/exp-edge scripts/experiment.sh
+#                                         # another GRPO from the same SFT models (their control and evaluations reused)
 #   QUICK=1 scripts/experiment.sh         # the whole pipeline in a few minutes (what CI runs)
 #   DATA_ONLY=1 OUT=DIR scripts/experiment.sh   # only the fixtures, training tasks and held-out file (for other models)
 set -euo pipefail
@@ -30,14 +32,16 @@ SFT_CONFIG="${SFT_CONFIG:-examples/experiment/sft.yaml}"
 GRPO_CONFIG="${GRPO_CONFIG:-examples/experiment/grpo.yaml}"
 CONTROL_CONFIG="${CONTROL_CONFIG:-examples/experiment/sft-control.yaml}"
 GRPO_TASKS="${GRPO_TASKS:-all}" # all: every training task; edge: only those without a golden trajectory
+REUSE="${REUSE:-}"               # another run's folder: take its SFT and control models and evaluations, run only GRPO
 SEEDS="${SEEDS:-1 2 3}"
 PARALLEL="${PARALLEL:-1}"
 K="${K:-4}"
-N_CUSTOMERS=280 N_ODDITIES=140 N_UNSEEN_CUSTOMERS=28 N_UNSEEN_ODDITIES=14 N_LIBRARY=28 MAX_PER_SET=1000
+N_CUSTOMERS=280 N_ODDITIES=140 N_UNSEEN_CUSTOMERS=600 N_UNSEEN_ODDITIES=351 N_LIBRARY=28 MAX_PER_SET=1000
+PER_CATEGORY=4 N_TRAINED=48 # unseen questions: at most 4 per fixture and category; 48 of the training edge cases
 SFT_STEPS="" GRPO_STEPS="" CONTROL_STEPS=""
 if [ -n "$QUICK" ]; then
   SEEDS="${QUICK_SEEDS:-1}" K=1
-  N_CUSTOMERS=56 N_ODDITIES=28 N_UNSEEN_CUSTOMERS=14 N_UNSEEN_ODDITIES=14 N_LIBRARY=14 MAX_PER_SET=2
+  N_CUSTOMERS=56 N_ODDITIES=28 N_UNSEEN_CUSTOMERS=14 N_UNSEEN_ODDITIES=14 N_LIBRARY=14 MAX_PER_SET=2 N_TRAINED=2
   SFT_STEPS="--max-steps 4" GRPO_STEPS="--max-steps 1" CONTROL_STEPS="--max-steps 1"
 fi
 # Go's heap target: without one a GRPO process's RSS grew to 8.7 GB over 40 steps (garbage, collected late);
@@ -80,32 +84,54 @@ case "$GRPO_TASKS" in
   edge) grep -v '"golden":' "$OUT/train_tasks.jsonl" > "$OUT/grpo_tasks.jsonl" ;;
   *) echo "GRPO_TASKS must be all or edge, not $GRPO_TASKS" >&2; exit 2 ;;
 esac
-# Unseen generated tasks on the training fixtures (another seed, minus every question training saw), and
-# generated tasks on the library fixture, which training never sees.
+# Unseen generated tasks on the training fixtures (another seed, minus every question training saw, at most
+# PER_CATEGORY a fixture and category so that no kind of task dominates), and generated tasks on the library
+# fixture, which training never sees.
 gen customers "$N_UNSEEN_CUSTOMERS" 2 "$OUT/unseen-customers.jsonl"
 gen oddities "$N_UNSEEN_ODDITIES" 2 "$OUT/unseen-oddities.jsonl"
 gen library "$N_LIBRARY" 3 "$OUT/heldout_library.jsonl"
-# One held-out file: each task's category is prefixed with its set (handwritten/, library/, unseen/), so
-# that one eval per model reports every set and category.
-python3 - "$OUT" "$MAX_PER_SET" <<'PY'
-import json, sys
-out, cap = sys.argv[1], int(sys.argv[2])
-seen = {json.loads(l)["task"] for l in open(f"{out}/train_tasks.jsonl")}
+# One evaluation file: each task's category is prefixed with its set (handwritten/, library/, unseen/ are
+# held out; trained/ is a fixed sample of the training edge cases, which GRPO trained on with rewards and SFT
+# never saw demonstrated), so that one eval per model reports every set and category.
+python3 - "$OUT" "$MAX_PER_SET" "$PER_CATEGORY" "$N_TRAINED" <<'PY'
+import collections, json, random, sys
+out, cap, per_cat, n_trained = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+train = [json.loads(l) for l in open(f"{out}/train_tasks.jsonl")]
+seen = {t["task"] for t in train}
+unseen, asked, count = [], set(), collections.Counter()
+for f in ("unseen-customers", "unseen-oddities"):
+    for l in open(f"{out}/{f}.jsonl"):
+        t = json.loads(l)
+        key = (t["fixture"], t.get("category"))
+        if t["task"] in seen or t["task"] in asked or count[key] >= per_cat:
+            continue
+        asked.add(t["task"])
+        count[key] += 1
+        unseen.append(t)
+# Edge cases and ordinary tasks alternate, so that a cut set (QUICK) still holds both.
+ue, uo = [t for t in unseen if not t.get("golden")], [t for t in unseen if t.get("golden")]
+unseen = [t for pair in zip(ue, uo) for t in pair] + ue[len(uo):] + uo[len(ue):]
+edge = [t for t in train if not t.get("golden")]
+random.Random(1).shuffle(edge)
 sets = {
-    "handwritten": open("examples/experiment/heldout_tasks.jsonl").readlines(),
-    "library": open(f"{out}/heldout_library.jsonl").readlines(),
-    "unseen": [l for f in ("unseen-customers", "unseen-oddities") for l in open(f"{out}/{f}.jsonl") if json.loads(l)["task"] not in seen],
+    "handwritten": [json.loads(l) for l in open("examples/experiment/heldout_tasks.jsonl")],
+    "library": [json.loads(l) for l in open(f"{out}/heldout_library.jsonl")],
+    "unseen": unseen,
+    "trained": edge[:n_trained],
 }
 with open(f"{out}/heldout.jsonl", "w") as w:
-    for name, lines in sets.items():
-        for l in lines[:cap]:
-            t = json.loads(l)
+    for name, tasks in sets.items():
+        for t in tasks[:cap]:
+            t["id"] = f"{name}/{t['id']}"  # generated ids repeat across seeds of tasks generate
             t["category"] = f"{name}/{t.get('category') or 'uncategorized'}"
             w.write(json.dumps(t, ensure_ascii=False) + "\n")
-n = sum(1 for _ in open(f"{out}/train_tasks.jsonl"))
-print(f"{n} training tasks; held out: " + ", ".join(f"{min(cap, len(v))} {k}" for k, v in sets.items()), file=sys.stderr)
+print(f"{len(train)} training tasks; evaluated: " + ", ".join(f"{min(cap, len(v))} {k}" for k, v in sets.items()), file=sys.stderr)
 PY
 [ -n "${DATA_ONLY:-}" ] && { kill "$sampler" 2>/dev/null || true; exit 0; }
+if [ -n "$REUSE" ] && ! cmp -s "$REUSE/heldout.jsonl" "$OUT/heldout.jsonl"; then
+  echo "REUSE=$REUSE: its held-out tasks differ from these (another script version or sizes?)" >&2
+  exit 2
+fi
 
 # seeded CONFIG SEED: the config with its seed replaced (QUICK: small groups, short completions).
 seeded() {
@@ -131,6 +157,20 @@ run_seed() {
   seeded "$SFT_CONFIG" "$s" > "$d/sft.yaml"
   seeded "$GRPO_CONFIG" "$s" > "$d/grpo.yaml"
   seeded "$CONTROL_CONFIG" "$s" > "$d/sft-control.yaml"
+  if [ -n "$REUSE" ]; then
+    # Another run's SFT and control models and their evaluations (same data, same held-out tasks): only GRPO
+    # and its evaluation run here.
+    local r="$REUSE/seed-$s" f
+    for f in init init.log sft.yaml sft sft.log sft-control.yaml sft-control sft-control.log eval-sft eval-sft.json eval-sft.log eval-sft-control eval-sft-control.json eval-sft-control.log; do
+      cp -r "$r/$f" "$d/$f"
+    done
+    grep -P "^seed-$s (sft|sft-control|eval sft|eval sft-control)\t" "$REUSE/times.tsv" | sed "s/^seed-$s /seed-$s (reused) /" >> "$OUT/times.tsv" || true
+    # shellcheck disable=SC2086
+    timed "seed-$s grpo" "$bin" train --config "$d/grpo.yaml" --model "$d/sft/final" --tasks "$OUT/grpo_tasks.jsonl" --fixtures "$fx" --output-dir "$d/grpo" $GRPO_STEPS 2> "$d/grpo.log"
+    evaluate "$s" grpo
+    echo "seed $s done after $(( $(date +%s) - start )) s"
+    return
+  fi
   "$bin" model init --config "$MODEL" --tokenizer tokenizer/small/qwen2.5-2048 --seed "$s" --out "$d/init" > "$d/init.log"
   # shellcheck disable=SC2086 # *_STEPS are flag pairs or empty
   timed "seed-$s sft" "$bin" sft --config "$d/sft.yaml" --model "$d/init" --tasks "$OUT/train_tasks.jsonl" --fixtures "$fx" --output-dir "$d/sft" $SFT_STEPS 2> "$d/sft.log"

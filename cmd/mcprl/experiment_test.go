@@ -14,7 +14,7 @@ import (
 )
 
 // TestExperimentQuick runs the README's experiment, scripts/experiment.sh, in its short form (QUICK=1: one
-// seed, a few optimizer steps, two tasks of each held-out set): task generation on the training fixtures
+// seed, a few optimizer steps, two tasks of each evaluated set): task generation on the training fixtures
 // and the unseen library fixture, model init, SFT (which skips the edge cases and says so), GRPO, the
 // compute control, the three evaluations and the results table. The numbers mean nothing at this size; the
 // test checks that every stage ran and wrote what the next one and the table read.
@@ -55,14 +55,14 @@ func TestExperimentQuick(t *testing.T) {
 		if err := json.Unmarshal(raw, &rep); err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
-		if rep.SuccessRate == nil || rep.SelfCorrectionRate == nil || rep.NTrajectories != 6 {
+		if rep.SuccessRate == nil || rep.SelfCorrectionRate == nil || rep.NTrajectories != 8 {
 			t.Errorf("%s: %s", path, raw)
 		}
 		sets := map[string]bool{}
 		for c := range rep.Categories {
 			sets[strings.SplitN(c, "/", 2)[0]] = true
 		}
-		if !sets["handwritten"] || !sets["library"] || !sets["unseen"] || len(sets) != 3 {
+		if !sets["handwritten"] || !sets["library"] || !sets["unseen"] || !sets["trained"] || len(sets) != 4 {
 			t.Errorf("%s: categories of sets %v", path, sets)
 		}
 	}
@@ -71,6 +71,30 @@ func TestExperimentQuick(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	// REUSE: another GRPO (on the edge cases alone) from the same SFT models, whose control and
+	// evaluations are taken over; only GRPO and its evaluation run.
+	out2 := t.TempDir()
+	cmd2 := exec.CommandContext(ctx, "bash", "scripts/experiment.sh")
+	cmd2.Dir = cmd.Dir
+	cmd2.Env = append(os.Environ(), "QUICK=1", "OUT="+out2, "REUSE="+out, "GRPO_TASKS=edge", "GRPO_CONFIG=examples/experiment/grpo-edge.yaml")
+	cmd2.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd2.Cancel = func() error { return syscall.Kill(-cmd2.Process.Pid, syscall.SIGKILL) }
+	if b, err := cmd2.CombinedOutput(); err != nil {
+		t.Fatalf("REUSE: scripts/experiment.sh: %v\n%s", err, b)
+	}
+	for _, f := range []string{"eval-sft.json", "eval-sft-control.json"} {
+		a, errA := os.ReadFile(filepath.Join(out, "seed-1", f))
+		b, errB := os.ReadFile(filepath.Join(out2, "seed-1", f))
+		if errA != nil || errB != nil || string(a) != string(b) {
+			t.Errorf("REUSE: %s not taken over (%v, %v)", f, errA, errB)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out2, "seed-1", "eval-grpo.json")); err != nil {
+		t.Errorf("REUSE: GRPO not evaluated: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(out2, "grpo_tasks.jsonl")); err != nil || len(b) == 0 || strings.Contains(string(b), `"golden"`) {
+		t.Errorf("REUSE with GRPO_TASKS=edge: GRPO's tasks must be the edge cases alone (%v)", err)
+	}
 	table, err := os.ReadFile(filepath.Join(out, "results.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -78,6 +102,7 @@ func TestExperimentQuick(t *testing.T) {
 	for _, row := range []string{"| hand-written edge cases | SFT |", "| hand-written edge cases | SFT + GRPO |",
 		"| generated, library fixture (never trained on): edge cases | SFT, control", "wall time:",
 		"| every held-out edge case (the goal's measure", "GRPO minus SFT, success rate on every held-out edge case:",
+		"| not held out: training edge cases", "GRPO minus SFT, success rate on unseen questions' edge cases on the training fixtures:",
 		"| all | SFT + GRPO |", "| 1 | 1-10 |", "Load average (1 min) over the run"} {
 		if !strings.Contains(string(table), row) {
 			t.Errorf("results.md lacks %q:\n%s", row, table)
