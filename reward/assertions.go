@@ -35,8 +35,9 @@ import (
 // value such a query returned). An answer that states a one-cell oracle's
 // value holds when a query's result shows it (among its cells, or as its
 // row count) on the live data and the copies alike, or when no query's
-// result shows it at all (derived from other results: nothing to check). Any other assertion is an
-// expr-lang/expr boolean expression over Facts, compiled once and cached.
+// result shows it at all (derived from other results: nothing to check).
+// Any other assertion is an expr-lang/expr boolean expression over Facts,
+// compiled once and cached.
 type Assertions struct {
 	mu       sync.Mutex
 	programs map[string]*vm.Program
@@ -307,6 +308,10 @@ func (a *Assertions) checkSQL(ctx context.Context, in *Input, src string) (Check
 	want := canonRows(res.Rows)
 	ordered := orderBy.MatchString(src)
 	oneCell := len(res.Rows) == 1 && len(res.Columns) == 1
+	var cell string // the one-cell oracle's value, canonical
+	if oneCell {
+		cell = canon(res.Rows[0][0])
+	}
 	obs := observations(in.Trajectory)
 	// The queries whose result is the oracle's and, for a one-cell oracle
 	// whose value the answer states, those whose result holds that value or
@@ -318,10 +323,10 @@ func (a *Assertions) checkSQL(ctx context.Context, in *Input, src string) (Check
 		case len(o.Columns) == len(res.Columns) && sameRows(canonRows(o.Rows), want, ordered):
 			cands = append(cands, candidate{o.SQL, matchRows})
 		case stated:
-			if holds(o.Rows, canon(res.Rows[0][0])) {
+			if holds(o.Rows, cell) {
 				cands = append(cands, candidate{o.SQL, matchCell})
 			}
-			if canon(int64(len(o.Rows))) == canon(res.Rows[0][0]) {
+			if canon(int64(len(o.Rows))) == cell {
 				cands = append(cands, candidate{o.SQL, matchCount})
 			}
 		}
@@ -342,13 +347,12 @@ func (a *Assertions) checkSQL(ctx context.Context, in *Input, src string) (Check
 				if c.kind == matchRows {
 					return Check{Name: src, Held: true, Why: "a query_database result has the oracle's rows"}, nil
 				}
-				return Check{Name: src, Held: true, Why: fmt.Sprintf("the final answer states the oracle's value %s, which a query_database result shows", canon(res.Rows[0][0]))}, nil
+				return Check{Name: src, Held: true, Why: fmt.Sprintf("the final answer states the oracle's value %s, which a query_database result shows", cell)}, nil
 			}
 		}
 		return Check{Name: src, Why: fmt.Sprintf("a query_database result matched the oracle only by a coincidence of the data: on a copy with rows removed %q and the oracle disagree", shorten(cands[0].sql, 120))}, nil
 	}
 	if oneCell {
-		cell := canon(res.Rows[0][0])
 		if len(obs) == 0 {
 			return Check{Name: src, Why: fmt.Sprintf("the oracle's value %s was never queried (no successful query_database call)", cell)}, nil
 		}
@@ -385,7 +389,7 @@ func (c candidate) matchesOnVariants(vs [][]*sqldb.Result, j int, ordered bool) 
 		if o == nil {
 			continue
 		}
-		if q == nil {
+		if q == nil || c.kind != matchRows && (len(o.Rows) != 1 || len(o.Rows[0]) != 1) {
 			return false
 		}
 		switch c.kind {
@@ -394,11 +398,11 @@ func (c candidate) matchesOnVariants(vs [][]*sqldb.Result, j int, ordered bool) 
 				return false
 			}
 		case matchCell:
-			if len(o.Rows) != 1 || len(o.Rows[0]) != 1 || !holds(q.Rows, canon(o.Rows[0][0])) {
+			if !holds(q.Rows, canon(o.Rows[0][0])) {
 				return false
 			}
 		case matchCount:
-			if len(o.Rows) != 1 || len(o.Rows[0]) != 1 || canon(int64(len(q.Rows))) != canon(o.Rows[0][0]) {
+			if canon(int64(len(q.Rows))) != canon(o.Rows[0][0]) {
 				return false
 			}
 		}

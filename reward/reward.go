@@ -317,13 +317,14 @@ func (r *Registry) Parse(spec string) (Func, error) {
 		}
 		// The same reward twice, also through an alias (seed and
 		// compute_mcp_reward are one), would be counted twice.
-		if first, dup := seen[r.Resolve(name)]; dup {
+		resolved := r.Resolve(name)
+		if first, dup := seen[resolved]; dup {
 			if first == name {
 				return nil, fmt.Errorf("reward %q listed twice in %q", name, spec)
 			}
-			return nil, fmt.Errorf("reward %q listed twice in %q: %q is the same reward (%s)", name, spec, first, r.Resolve(name))
+			return nil, fmt.Errorf("reward %q listed twice in %q: %q is the same reward (%s)", name, spec, first, resolved)
 		}
-		seen[r.Resolve(name)] = name
+		seen[resolved] = name
 		terms = append(terms, Term{Func: f, Weight: weight})
 	}
 	if len(terms) == 0 {

@@ -165,22 +165,18 @@ run_seed() {
       cp -r "$r/$f" "$d/$f"
     done
     grep -P "^seed-$s (sft|sft-control|eval sft|eval sft-control)\t" "$REUSE/times.tsv" | sed "s/^seed-$s /seed-$s (reused) /" >> "$OUT/times.tsv" || true
-    # shellcheck disable=SC2086
-    timed "seed-$s grpo" "$bin" train --config "$d/grpo.yaml" --model "$d/sft/final" --tasks "$OUT/grpo_tasks.jsonl" --fixtures "$fx" --output-dir "$d/grpo" $GRPO_STEPS 2> "$d/grpo.log"
-    evaluate "$s" grpo
-    echo "seed $s done after $(( $(date +%s) - start )) s"
-    return
+  else
+    "$bin" model init --config "$MODEL" --tokenizer tokenizer/small/qwen2.5-2048 --seed "$s" --out "$d/init" > "$d/init.log"
+    # shellcheck disable=SC2086 # *_STEPS are flag pairs or empty
+    timed "seed-$s sft" "$bin" sft --config "$d/sft.yaml" --model "$d/init" --tasks "$OUT/train_tasks.jsonl" --fixtures "$fx" --output-dir "$d/sft" $SFT_STEPS 2> "$d/sft.log"
   fi
-  "$bin" model init --config "$MODEL" --tokenizer tokenizer/small/qwen2.5-2048 --seed "$s" --out "$d/init" > "$d/init.log"
-  # shellcheck disable=SC2086 # *_STEPS are flag pairs or empty
-  timed "seed-$s sft" "$bin" sft --config "$d/sft.yaml" --model "$d/init" --tasks "$OUT/train_tasks.jsonl" --fixtures "$fx" --output-dir "$d/sft" $SFT_STEPS 2> "$d/sft.log"
   # From the SFT model, side by side: GRPO then its evaluation; the compute control, then the evaluations of
   # the SFT model and of the control (two processes a seed at a time: each holds 1.5-2.5 GB).
   # shellcheck disable=SC2086
   ( timed "seed-$s grpo" "$bin" train --config "$d/grpo.yaml" --model "$d/sft/final" --tasks "$OUT/grpo_tasks.jsonl" --fixtures "$fx" --output-dir "$d/grpo" $GRPO_STEPS 2> "$d/grpo.log"
     evaluate "$s" grpo ) &
   # shellcheck disable=SC2086
-  ( timed "seed-$s sft-control" "$bin" sft --config "$d/sft-control.yaml" --model "$d/sft/final" --tasks "$OUT/train_tasks.jsonl" --fixtures "$fx" --output-dir "$d/sft-control" $CONTROL_STEPS 2> "$d/sft-control.log"
+  [ -n "$REUSE" ] || ( timed "seed-$s sft-control" "$bin" sft --config "$d/sft-control.yaml" --model "$d/sft/final" --tasks "$OUT/train_tasks.jsonl" --fixtures "$fx" --output-dir "$d/sft-control" $CONTROL_STEPS 2> "$d/sft-control.log"
     evaluate "$s" sft
     evaluate "$s" sft-control ) &
   local failed=0 p

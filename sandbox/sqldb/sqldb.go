@@ -361,13 +361,19 @@ func (l lostFork) err() error   { return fmt.Errorf("sqldb: fork lost: %w", l.wh
 func (d *DB) Oracle(ctx context.Context, sql string) (*Result, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.closed {
-		return nil, ErrClosed
-	}
-	if err := d.ensure(ctx); err != nil {
+	if err := d.ready(ctx); err != nil {
 		return nil, err
 	}
 	return d.fc.oracle(ctx, sql, d.lim)
+}
+
+// ready reports whether the fork can serve a trusted call (d.mu held): not
+// closed, and replaced if its state was lost.
+func (d *DB) ready(ctx context.Context) error {
+	if d.closed {
+		return ErrClosed
+	}
+	return d.ensure(ctx)
 }
 
 // Tables returns the fork's live schema: its tables and columns, sorted by
@@ -375,10 +381,7 @@ func (d *DB) Oracle(ctx context.Context, sql string) (*Result, error) {
 func (d *DB) Tables(ctx context.Context) ([]Table, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.closed {
-		return nil, ErrClosed
-	}
-	if err := d.ensure(ctx); err != nil {
+	if err := d.ready(ctx); err != nil {
 		return nil, err
 	}
 	return d.fc.tables(ctx)

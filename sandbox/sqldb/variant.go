@@ -25,10 +25,7 @@ import (
 func (d *DB) Variants(ctx context.Context, n int, oracle string, queries []string) ([][]*Result, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.closed {
-		return nil, ErrClosed
-	}
-	if err := d.ensure(ctx); err != nil {
+	if err := d.ready(ctx); err != nil {
 		return nil, err
 	}
 	tables, err := d.fc.tables(ctx)
@@ -50,8 +47,9 @@ func (d *DB) Variants(ctx context.Context, n int, oracle string, queries []strin
 // protects stays and the others still go; SQLite, whose foreign keys are
 // off unless a fixture turns them on, falls back to that in Go.
 const (
-	thinSQLite    = `DELETE FROM %s WHERE ((rowid * 1103515245 + %d) / 65536) %% 2 = 0`
-	thinSQLiteIDs = `SELECT rowid FROM %s WHERE ((rowid * 1103515245 + %d) / 65536) %% 2 = 0`
+	thinSQLite    = `DELETE FROM %s WHERE ` + thinSQLiteRow
+	thinSQLiteIDs = `SELECT rowid FROM %s WHERE ` + thinSQLiteRow
+	thinSQLiteRow = `((rowid * 1103515245 + %d) / 65536) %% 2 = 0`
 	thinPG        = `DO $mcprl$ DECLARE r record; BEGIN
   FOR r IN SELECT ctid FROM %[1]s WHERE ('x' || substr(md5(ctid::text || '%[2]d'), 1, 8))::bit(32)::int %% 2 = 0 LOOP
     BEGIN DELETE FROM %[1]s WHERE ctid = r.ctid; EXCEPTION WHEN integrity_constraint_violation THEN NULL; END;
@@ -62,13 +60,13 @@ END $mcprl$`
 // thin deletes variant i's share of table's rows, row by row where the
 // whole statement fails (a foreign key protects some of them).
 func (f *sqliteFork) thin(ctx context.Context, table string, i int, exec func(string) error) {
-	name := quoteIdent(table)
-	if exec(fmt.Sprintf(thinSQLite, name, 12345*(i+1))) == nil {
+	name, salt := quoteIdent(table), 12345*(i+1)
+	if exec(fmt.Sprintf(thinSQLite, name, salt)) == nil {
 		return
 	}
 	var ids []int64
 	_ = f.sc.Raw(func(any) error {
-		rows, err := f.c.QueryContext(ctx, fmt.Sprintf(thinSQLiteIDs, name, 12345*(i+1)), nil)
+		rows, err := f.c.QueryContext(ctx, fmt.Sprintf(thinSQLiteIDs, name, salt), nil)
 		if err != nil {
 			return err // a table without a rowid stays whole
 		}
