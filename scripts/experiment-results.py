@@ -3,11 +3,13 @@
 
     python3 scripts/experiment-results.py OUT SEED...   # e.g. runs/experiment 1 2 3; prints markdown
 
-Reads OUT/seed-S/eval-{sft,sft-control,grpo}.json (mcprl eval --json), OUT/seed-S/init.log,
+Reads OUT/seed-S/eval-{sft,sft-control,grpo}.json (mcprl eval --json) and, where GRPO_EVAL_STEPS evaluated
+GRPO's checkpoints, OUT/seed-S/eval-grpo-STEP.json; OUT/seed-S/init.log,
 OUT/seed-S/grpo.yaml, OUT/seed-S/grpo/{metrics,completions}.jsonl, OUT/times.tsv and OUT/load.tsv;
 what is missing is shown as missing.
 """
 import collections
+import glob
 import json
 import re
 import statistics
@@ -78,7 +80,19 @@ def retried(c: dict) -> bool:
     return False
 
 
+def models(out: str, seeds: list) -> list:
+    """MODELS, with GRPO's evaluated checkpoints (eval-grpo-STEP.json of any seed) before its final model."""
+    steps = set()
+    for s in seeds:
+        for f in glob.glob(f"{out}/seed-{s}/eval-grpo-*.json"):
+            m = re.search(r"eval-grpo-(\d+)\.json$", f)
+            if m:
+                steps.add(int(m[1]))
+    return MODELS[:-1] + [(f"grpo-{n}", f"SFT + GRPO, step {n}") for n in sorted(steps)] + MODELS[-1:]
+
+
 def main(out: str, seeds: list) -> None:
+    all_models = models(out, seeds)
     try:
         init = open(f"{out}/seed-{seeds[0]}/init.log").read()
         size = re.search(r"(\d+) parameters \(([^)]*)\)", init)
@@ -101,7 +115,7 @@ def main(out: str, seeds: list) -> None:
     print("| held-out tasks | model | success rate | self-correction rate | per seed |")
     print("|---|---|---|---|---|")
     for set_, label, edge in SETS:
-        for m, name in MODELS:
+        for m, name in all_models:
             succ, corr, per = [], [], []
             for s in seeds:
                 try:
@@ -119,7 +133,7 @@ def main(out: str, seeds: list) -> None:
     # never tries a second query, whatever the first returned).
     print("| every held-out task | model | format error rate | tool calls per trajectory | setbacks self-corrected |")
     print("|---|---|---|---|---|")
-    for m, name in MODELS:
+    for m, name in all_models:
         fe, calls, per = [], [], []
         for s in seeds:
             try:
@@ -132,23 +146,29 @@ def main(out: str, seeds: list) -> None:
         print(f"| all | {name} | {fmt(fe)} | {fmt(calls)} | {'; '.join(per)} |")
     print()
     # The goal: GRPO's success on the held-out edge cases at least 30 points above SFT's, self-correction up.
-    for set_, label in GOALS:
-        for what, idx in (("success rate", 0), ("self-correction rate", 1)):
-            diffs, per = [], []
-            for s in seeds:
-                try:
-                    g = pooled(json.load(open(f"{out}/seed-{s}/eval-grpo.json")), set_, True)
-                    f = pooled(json.load(open(f"{out}/seed-{s}/eval-sft.json")), set_, True)
-                except (OSError, ValueError):
+    # For GRPO's evaluated checkpoints, the success rates alone, after the final model's lines.
+    goal_lines = [("grpo", "", ("success rate", "self-correction rate"))]
+    goal_lines += [(m, f", GRPO at step {m[5:]}", ("success rate",)) for m, _ in all_models if m.startswith("grpo-")]
+    for gm, at, whats in goal_lines:
+        for set_, label in GOALS:
+            for what, idx in (("success rate", 0), ("self-correction rate", 1)):
+                if what not in whats:
                     continue
-                d = 100 * (g[idx] - f[idx])
-                if d == d:
-                    diffs.append(d)
-                    per.append(f"{s}: {d:+.1f}")
-            if diffs:
-                spread = f" ± {statistics.stdev(diffs):.1f}" if len(diffs) > 1 else ""
-                print(f"GRPO minus SFT, {what} on {label}: {statistics.mean(diffs):+.1f}{spread} points "
-                      f"(per seed {', '.join(per)}).")
+                diffs, per = [], []
+                for s in seeds:
+                    try:
+                        g = pooled(json.load(open(f"{out}/seed-{s}/eval-{gm}.json")), set_, True)
+                        f = pooled(json.load(open(f"{out}/seed-{s}/eval-sft.json")), set_, True)
+                    except (OSError, ValueError):
+                        continue
+                    d = 100 * (g[idx] - f[idx])
+                    if d == d:
+                        diffs.append(d)
+                        per.append(f"{s}: {d:+.1f}")
+                if diffs:
+                    spread = f" ± {statistics.stdev(diffs):.1f}" if len(diffs) > 1 else ""
+                    print(f"GRPO minus SFT, {what} on {label}{at}: {statistics.mean(diffs):+.1f}{spread} points "
+                          f"(per seed {', '.join(per)}).")
     # GRPO's training reward: first and last 10 logged steps.
     for s in seeds:
         try:

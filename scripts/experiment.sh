@@ -21,6 +21,7 @@
 #   GRPO_TASKS=edge GRPO_CONFIG=examples/experiment/grpo-edge.yaml scripts/experiment.sh   # GRPO on the edge cases alone
 #   REUSE=runs/experiment GRPO_TASKS=edge GRPO_CONFIG=examples/experiment/grpo-edge.yaml OUT=runs/exp-edge scripts/experiment.sh
 #                                         # another GRPO from the same SFT models (their control and evaluations reused)
+#   GRPO_EVAL_STEPS="100 200" scripts/experiment.sh   # also evaluate GRPO's checkpoint-100 and -200 (a learning curve)
 #   QUICK=1 scripts/experiment.sh         # the whole pipeline in a few minutes (what CI runs)
 #   DATA_ONLY=1 OUT=DIR scripts/experiment.sh   # only the fixtures, training tasks and held-out file (for other models)
 set -euo pipefail
@@ -33,6 +34,7 @@ GRPO_CONFIG="${GRPO_CONFIG:-examples/experiment/grpo.yaml}"
 CONTROL_CONFIG="${CONTROL_CONFIG:-examples/experiment/sft-control.yaml}"
 GRPO_TASKS="${GRPO_TASKS:-all}" # all: every training task; edge: only those without a golden trajectory
 REUSE="${REUSE:-}"               # another run's folder: take its SFT and control models and evaluations, run only GRPO
+GRPO_EVAL_STEPS="${GRPO_EVAL_STEPS:-}" # GRPO checkpoints (steps, a multiple of save_steps) evaluated besides final
 SEEDS="${SEEDS:-1 2 3}"
 PARALLEL="${PARALLEL:-1}"
 K="${K:-4}"
@@ -42,7 +44,7 @@ SFT_STEPS="" GRPO_STEPS="" CONTROL_STEPS=""
 if [ -n "$QUICK" ]; then
   SEEDS="${QUICK_SEEDS:-1}" K=1
   N_CUSTOMERS=56 N_ODDITIES=28 N_UNSEEN_CUSTOMERS=14 N_UNSEEN_ODDITIES=14 N_LIBRARY=14 MAX_PER_SET=2 N_TRAINED=2
-  SFT_STEPS="--max-steps 4" GRPO_STEPS="--max-steps 1" CONTROL_STEPS="--max-steps 1"
+  SFT_STEPS="--max-steps 4" GRPO_STEPS="--max-steps 2" CONTROL_STEPS="--max-steps 1"
 fi
 # Go's heap target: without one a GRPO process's RSS grew to 8.7 GB over 40 steps (garbage, collected late);
 # with 4 GiB it stayed near 4.1 GB. It changes when memory is collected, not what is computed.
@@ -136,16 +138,17 @@ fi
 # seeded CONFIG SEED: the config with its seed replaced (QUICK: small groups, short completions).
 seeded() {
   if [ -n "$QUICK" ]; then
-    sed -e "s/^seed: .*/seed: $2/" -e 's/^per_device_train_batch_size: .*/per_device_train_batch_size: 4/' \
+    sed -e "s/^seed: .*/seed: $2/" -e 's/^per_device_train_batch_size: .*/per_device_train_batch_size: 4/' -e 's/^save_steps: .*/save_steps: 1/' \
       -e 's/^num_generations: .*/num_generations: 2/' -e 's/^max_completion_length: 256/max_completion_length: 64/' "$1"
   else
     sed "s/^seed: .*/seed: $2/" "$1"
   fi
 }
-# evaluate SEED MODEL: MODEL (sft, grpo, sft-control) of SEED on every held-out task.
+# evaluate SEED NAME [DIR]: model NAME (sft, grpo, sft-control) of SEED, or the model in DIR under that name, on
+# every held-out task.
 evaluate() {
   local d="$OUT/seed-$1"
-  timed "seed-$1 eval $2" "$bin" eval --model "$d/$2/final" --tasks "$OUT/heldout.jsonl" --fixtures "$fx" \
+  timed "seed-$1 eval $2" "$bin" eval --model "${3:-$d/$2/final}" --tasks "$OUT/heldout.jsonl" --fixtures "$fx" \
     --k "$K" --seed 7 --temperature 0.7 --max-completion-length 256 --max-tool-calling-iterations 3 \
     --output-dir "$d/eval-$2" --json > "$d/eval-$2.json" 2> "$d/eval-$2.log"
 }
@@ -174,7 +177,8 @@ run_seed() {
   # the SFT model and of the control (two processes a seed at a time: each holds 1.5-2.5 GB).
   # shellcheck disable=SC2086
   ( timed "seed-$s grpo" "$bin" train --config "$d/grpo.yaml" --model "$d/sft/final" --tasks "$OUT/grpo_tasks.jsonl" --fixtures "$fx" --output-dir "$d/grpo" $GRPO_STEPS 2> "$d/grpo.log"
-    evaluate "$s" grpo ) &
+    evaluate "$s" grpo
+    for n in $GRPO_EVAL_STEPS; do evaluate "$s" "grpo-$n" "$d/grpo/checkpoint-$n"; done ) &
   # shellcheck disable=SC2086
   [ -n "$REUSE" ] || ( timed "seed-$s sft-control" "$bin" sft --config "$d/sft-control.yaml" --model "$d/sft/final" --tasks "$OUT/train_tasks.jsonl" --fixtures "$fx" --output-dir "$d/sft-control" $CONTROL_STEPS 2> "$d/sft-control.log"
     evaluate "$s" sft

@@ -16,8 +16,9 @@ import (
 // TestExperimentQuick runs the README's experiment, scripts/experiment.sh, in its short form (QUICK=1: one
 // seed, a few optimizer steps, two tasks of each evaluated set): task generation on the training fixtures
 // and the unseen library fixture, model init, SFT (which skips the edge cases and says so), GRPO, the
-// compute control, the three evaluations and the results table. The numbers mean nothing at this size; the
-// test checks that every stage ran and wrote what the next one and the table read.
+// compute control, the three evaluations (and one of GRPO's checkpoint, GRPO_EVAL_STEPS) and the results
+// table. The numbers mean nothing at this size; the test checks that every stage ran and wrote what the next
+// one and the table read.
 func TestExperimentQuick(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the experiment pipeline (about a minute)")
@@ -27,7 +28,7 @@ func TestExperimentQuick(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "scripts/experiment.sh")
 	cmd.Dir = filepath.Join("..", "..")
-	cmd.Env = append(os.Environ(), "QUICK=1", "OUT="+out)
+	cmd.Env = append(os.Environ(), "QUICK=1", "OUT="+out, "GRPO_EVAL_STEPS=1")
 	// The script starts processes of its own: on timeout the whole group goes.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
@@ -40,7 +41,7 @@ func TestExperimentQuick(t *testing.T) {
 	if m == nil || m[1] == "0" || m[1] == m[2] {
 		t.Errorf("sft did not report skipping the edge cases (%v):\n%s", m, log)
 	}
-	for _, model := range []string{"sft", "grpo", "sft-control"} {
+	for _, model := range []string{"sft", "grpo", "grpo-1", "sft-control"} {
 		path := filepath.Join(out, "seed-1", "eval-"+model+".json")
 		raw, err := os.ReadFile(path)
 		if err != nil {
@@ -103,7 +104,8 @@ func TestExperimentQuick(t *testing.T) {
 		"| generated, library fixture (never trained on): edge cases | SFT, control", "wall time:",
 		"| every held-out edge case (the goal's measure", "GRPO minus SFT, success rate on every held-out edge case:",
 		"| not held out: training edge cases", "GRPO minus SFT, success rate on unseen questions' edge cases on the training fixtures:",
-		"| all | SFT + GRPO |", "| 1 | 1-10 |", "Load average (1 min) over the run"} {
+		"| all | SFT + GRPO |", "| 1 | 1-10 |", "| hand-written edge cases | SFT + GRPO, step 1 |",
+		"GRPO minus SFT, success rate on every held-out edge case, GRPO at step 1:", "Load average (1 min) over the run"} {
 		if !strings.Contains(string(table), row) {
 			t.Errorf("results.md lacks %q:\n%s", row, table)
 		}
