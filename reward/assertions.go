@@ -27,15 +27,15 @@ import (
 // result: a successful query_database observation with the same rows
 // (order-insensitive unless the oracle has ORDER BY; values compared
 // type-tolerantly: 3, 3.0 and "3" are equal), or, for a one-cell result,
-// that value as a whole token in the final answer of a trajectory that
-// queried the database at least once. A query whose result matched is run
+// that value as a whole token in the final answer when a query's result
+// shows it (see below). A query whose result matched is run
 // again beside the oracle on Variants copies of the data with rows removed
 // and must match there too: a filter on the wrong value that happens to
 // count as many rows does not hold (nor does an answer that states the
 // value such a query returned). An answer that states a one-cell oracle's
-// value holds when a query's result shows it (among its cells, or as its
-// row count) on the live data and the copies alike, or when no query's
-// result shows it at all (derived from other results: nothing to check).
+// value holds only when a query's result shows it (among its cells, or as
+// its row count) on the live data and the copies alike: a value no result
+// shows cannot be told from a guess.
 // Any other assertion is an expr-lang/expr boolean expression over Facts,
 // compiled once and cached.
 type Assertions struct {
@@ -357,9 +357,11 @@ func (a *Assertions) checkSQL(ctx context.Context, in *Input, src string) (Check
 			return Check{Name: src, Why: fmt.Sprintf("the oracle's value %s was never queried (no successful query_database call)", cell)}, nil
 		}
 		if stated {
-			// Derived from other results (counting a listing's rows, say):
-			// no query to check on the copies.
-			return Check{Name: src, Held: true, Why: fmt.Sprintf("the final answer states the oracle's value %s", cell)}, nil
+			// No query result shows the value: a guess cannot be told from a
+			// derivation, and GRPO learned to guess (run 7 of the experiment:
+			// a third of its successes answered "2" after a query that
+			// returned 0), so a stated value must be shown.
+			return Check{Name: src, Why: fmt.Sprintf("the final answer states the oracle's value %s, but no query_database result shows it (among its cells or as its row count)", cell)}, nil
 		}
 		return Check{Name: src, Why: fmt.Sprintf("no query result had the oracle's value %s and the final answer does not state it", cell)}, nil
 	}

@@ -111,7 +111,10 @@ func TestAssertionsLive(t *testing.T) {
 			{"customers-flag-mismatch-008", q("SELECT id FROM customers WHERE is_active = TRUE AND LOWER(TRIM(status)) = 'inactive' ORDER BY id"), 1},
 			{"customers-flag-mismatch-008", q("SELECT id FROM customers WHERE is_active = TRUE AND LOWER(TRIM(status)) = 'inactive' ORDER BY id DESC"), 0},
 			// Type tolerance: a NUMERIC sum stated as text.
-			{"customers-inactive-orders-006", q("SELECT COUNT(*) FROM customers") + "Orders of inactive customers total 3,915.70.", 1},
+			// The stated sum holds where a result shows it among its cells...
+			{"customers-inactive-orders-006", q("SELECT 'inactive' AS status, ROUND(SUM(o.total), 2) AS total FROM orders o JOIN customers c ON c.id = o.customer_id WHERE LOWER(TRIM(c.status)) = 'inactive'") + "Orders of inactive customers total 3,915.70.", 1},
+			// ...and is a guess where no result shows it, however right.
+			{"customers-inactive-orders-006", q("SELECT COUNT(*) FROM customers") + "Orders of inactive customers total 3,915.70.", 0},
 			{"customers-inactive-orders-006", q("SELECT CAST(ROUND(SUM(o.total), 2) AS TEXT) FROM orders o JOIN customers c ON c.id = o.customer_id WHERE LOWER(TRIM(c.status)) = 'inactive'"), 1},
 			// Expressions: exit_code != 0 and called("run_linter").
 			{"customers-lint-broken-005", lint("cleanup_inactive.sql"), 1},

@@ -20,7 +20,7 @@
 #   GRPO_CONFIG=FILE CONTROL_CONFIG=FILE scripts/experiment.sh   # other GRPO / compute-control configs
 #   GRPO_TASKS=edge GRPO_CONFIG=examples/experiment/grpo-edge.yaml scripts/experiment.sh   # GRPO on the edge cases alone
 #   REUSE=runs/experiment GRPO_TASKS=edge GRPO_CONFIG=examples/experiment/grpo-edge.yaml OUT=runs/exp-edge scripts/experiment.sh
-#                                         # another GRPO from the same SFT models (their control and evaluations reused)
+#                                         # another GRPO from the same SFT models (their control reused; all evaluated again)
 #   GRPO_EVAL_STEPS="100 200" scripts/experiment.sh   # also evaluate GRPO's checkpoint-100 and -200 (a learning curve)
 #   QUICK=1 scripts/experiment.sh         # the whole pipeline in a few minutes (what CI runs)
 #   DATA_ONLY=1 OUT=DIR scripts/experiment.sh   # only the fixtures, training tasks and held-out file (for other models)
@@ -33,7 +33,7 @@ SFT_CONFIG="${SFT_CONFIG:-examples/experiment/sft.yaml}"
 GRPO_CONFIG="${GRPO_CONFIG:-examples/experiment/grpo.yaml}"
 CONTROL_CONFIG="${CONTROL_CONFIG:-examples/experiment/sft-control.yaml}"
 GRPO_TASKS="${GRPO_TASKS:-all}" # all: every training task; edge: only those without a golden trajectory
-REUSE="${REUSE:-}"               # another run's folder: take its SFT and control models and evaluations, run only GRPO
+REUSE="${REUSE:-}"               # another run's folder: take its SFT and control models, train only GRPO, evaluate all
 GRPO_EVAL_STEPS="${GRPO_EVAL_STEPS:-}" # GRPO checkpoints (steps, a multiple of save_steps) evaluated besides final
 SEEDS="${SEEDS:-1 2 3}"
 PARALLEL="${PARALLEL:-1}"
@@ -130,8 +130,8 @@ with open(f"{out}/heldout.jsonl", "w") as w:
 print(f"{len(train)} training tasks; evaluated: " + ", ".join(f"{min(cap, len(v))} {k}" for k, v in sets.items()), file=sys.stderr)
 PY
 [ -n "${DATA_ONLY:-}" ] && { kill "$sampler" 2>/dev/null || true; exit 0; }
-if [ -n "$REUSE" ] && ! cmp -s "$REUSE/heldout.jsonl" "$OUT/heldout.jsonl"; then
-  echo "REUSE=$REUSE: its held-out tasks differ from these (another script version or sizes?)" >&2
+if [ -n "$REUSE" ] && ! cmp -s "$REUSE/train_tasks.jsonl" "$OUT/train_tasks.jsonl"; then
+  echo "REUSE=$REUSE: its SFT models were trained on other tasks than these (another script version or sizes?)" >&2
   exit 2
 fi
 
@@ -161,13 +161,13 @@ run_seed() {
   seeded "$GRPO_CONFIG" "$s" > "$d/grpo.yaml"
   seeded "$CONTROL_CONFIG" "$s" > "$d/sft-control.yaml"
   if [ -n "$REUSE" ]; then
-    # Another run's SFT and control models and their evaluations (same data, same held-out tasks): only GRPO
-    # and its evaluation run here.
+    # Another run's SFT and control models (same data): GRPO runs here, and every model is evaluated again
+    # with this binary's reward, so a change to the reward since that run cannot skew the comparison.
     local r="$REUSE/seed-$s" f
-    for f in init init.log sft.yaml sft sft.log sft-control.yaml sft-control sft-control.log eval-sft eval-sft.json eval-sft.log eval-sft-control eval-sft-control.json eval-sft-control.log; do
+    for f in init init.log sft.yaml sft sft.log sft-control.yaml sft-control sft-control.log; do
       cp -r "$r/$f" "$d/$f"
     done
-    grep -P "^seed-$s (sft|sft-control|eval sft|eval sft-control)\t" "$REUSE/times.tsv" | sed "s/^seed-$s /seed-$s (reused) /" >> "$OUT/times.tsv" || true
+    grep -P "^seed-$s (sft|sft-control)\t" "$REUSE/times.tsv" | sed "s/^seed-$s /seed-$s (reused) /" >> "$OUT/times.tsv" || true
   else
     "$bin" model init --config "$MODEL" --tokenizer tokenizer/small/qwen2.5-2048 --seed "$s" --out "$d/init" > "$d/init.log"
     # shellcheck disable=SC2086 # *_STEPS are flag pairs or empty
@@ -180,7 +180,7 @@ run_seed() {
     evaluate "$s" grpo
     for n in $GRPO_EVAL_STEPS; do evaluate "$s" "grpo-$n" "$d/grpo/checkpoint-$n"; done ) &
   # shellcheck disable=SC2086
-  [ -n "$REUSE" ] || ( timed "seed-$s sft-control" "$bin" sft --config "$d/sft-control.yaml" --model "$d/sft/final" --tasks "$OUT/train_tasks.jsonl" --fixtures "$fx" --output-dir "$d/sft-control" $CONTROL_STEPS 2> "$d/sft-control.log"
+  ( [ -n "$REUSE" ] || timed "seed-$s sft-control" "$bin" sft --config "$d/sft-control.yaml" --model "$d/sft/final" --tasks "$OUT/train_tasks.jsonl" --fixtures "$fx" --output-dir "$d/sft-control" $CONTROL_STEPS 2> "$d/sft-control.log"
     evaluate "$s" sft
     evaluate "$s" sft-control ) &
   local failed=0 p

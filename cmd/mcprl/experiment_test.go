@@ -72,8 +72,8 @@ func TestExperimentQuick(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	// REUSE: another GRPO (on the edge cases alone) from the same SFT models, whose control and
-	// evaluations are taken over; only GRPO and its evaluation run.
+	// REUSE: another GRPO (on the edge cases alone) from the same SFT models and control, every model
+	// evaluated again (the reward may have changed since): with the same reward, the same numbers.
 	out2 := t.TempDir()
 	cmd2 := exec.CommandContext(ctx, "bash", "scripts/experiment.sh")
 	cmd2.Dir = cmd.Dir
@@ -87,7 +87,7 @@ func TestExperimentQuick(t *testing.T) {
 		a, errA := os.ReadFile(filepath.Join(out, "seed-1", f))
 		b, errB := os.ReadFile(filepath.Join(out2, "seed-1", f))
 		if errA != nil || errB != nil || string(a) != string(b) {
-			t.Errorf("REUSE: %s not taken over (%v, %v)", f, errA, errB)
+			t.Errorf("REUSE: %s differs from the first run's (same models, same reward, same eval seed) (%v, %v)", f, errA, errB)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(out2, "seed-1", "eval-grpo.json")); err != nil {
