@@ -10,7 +10,8 @@ llama.cpp (node-llama-cpp 3.21.1's prebuilt CPU binary, testdata/npm/llamacpp) t
 in float32 throughout (float32 KV cache, no flash attention, one thread): it tokenizes the chat-template-rendered
 prompt to mcprl's ids, decodes the same 64 greedy tokens as mcprl, and its log-probabilities over the whole
 vocabulary at every position agree with mcprl's within LOGPROB_TOL. The f16 file does too, against mcprl running
-the same f16-rounded weights; the q8_0 file, where llama.cpp also quantizes activations, stays within a KL bound.
+the same f16-rounded weights (or, where llama.cpp rounds the activations to f16 as well, within a KL bound 200x
+tighter than q8_0's, every argmax the same); the q8_0 file, where llama.cpp also quantizes activations, stays within a KL bound.
 """
 
 from __future__ import annotations
@@ -42,6 +43,14 @@ LOGPROB_TOL = 1e-4
 
 # Measured 4e-4 to 5e-4 for these models (mean KL(mcprl || llama.cpp) per position, q8_0).
 Q8_KL_MEAN = 2e-3
+
+# f16 weights: ggml's CPU backend multiplies them with activations rounded to f16 (F16's vec_dot_type) unless
+# its tinyBLAS kernel takes the product in float32, which depends on the CPU variant llama.cpp loads. On an Intel
+# AVX-512 machine the log-probs agreed within LOGPROB_TOL; on an AMD Zen 4 one they moved by up to 0.008 with a
+# mean KL of 5e-7 to 8e-7 and every argmax and greedy token the same. Where the log-probs are not within
+# LOGPROB_TOL, the divergence must stay 10x under that: a wrong tensor, layout or hyperparameter moves it by orders
+# of magnitude more.
+F16_KL_MEAN = 1e-5
 
 COMMON: dict[str, Any] = dict(
     hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
@@ -223,6 +232,9 @@ def test_llamacpp_runs_export(exported: tuple[str, pathlib.Path, torch.nn.Module
         # so its log-probs move by up to ~0.2 here (this model's are as low as -14): bound the divergence instead.
         assert kl.mean().item() <= Q8_KL_MEAN and top1 >= 0.9, msg
         return
-    # f16 weights are converted exactly to float32 on both sides.
-    assert diff <= LOGPROB_TOL, msg
+    # f16 weights are converted exactly to float32 on both sides; llama.cpp may round the activations (above).
+    if dtype == "f16" and diff > LOGPROB_TOL:
+        assert kl.mean().item() <= F16_KL_MEAN and top1 == 1.0, msg
+    else:
+        assert diff <= LOGPROB_TOL, msg
     assert got["greedy"] == want, f"greedy tokens differ: llama.cpp {got['greedy']}, mcprl {want}"
