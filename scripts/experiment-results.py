@@ -9,6 +9,7 @@ OUT/seed-S/grpo.yaml, OUT/seed-S/grpo/{metrics,completions}.jsonl, OUT/times.tsv
 what is missing is shown as missing.
 """
 import collections
+import functools
 import glob
 import json
 import re
@@ -80,6 +81,16 @@ def retried(c: dict) -> bool:
     return False
 
 
+@functools.cache
+def report(out: str, seed: str, model: str) -> "dict | None":
+    """OUT/seed-SEED/eval-MODEL.json (mcprl eval --json), read once; None where missing or unreadable."""
+    try:
+        with open(f"{out}/seed-{seed}/eval-{model}.json") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
 def models(out: str, seeds: list) -> list:
     """MODELS, with GRPO's evaluated checkpoints (eval-grpo-STEP.json of any seed) before its final model."""
     steps = set()
@@ -118,9 +129,8 @@ def main(out: str, seeds: list) -> None:
         for m, name in all_models:
             succ, corr, per = [], [], []
             for s in seeds:
-                try:
-                    rep = json.load(open(f"{out}/seed-{s}/eval-{m}.json"))
-                except (OSError, ValueError):
+                rep = report(out, s, m)
+                if rep is None:
                     per.append(f"{s}: missing")
                     continue
                 a, c, ok, n, sc, sb = pooled(rep, set_, edge)
@@ -136,9 +146,8 @@ def main(out: str, seeds: list) -> None:
     for m, name in all_models:
         fe, calls, per = [], [], []
         for s in seeds:
-            try:
-                rep = json.load(open(f"{out}/seed-{s}/eval-{m}.json"))
-            except (OSError, ValueError):
+            rep = report(out, s, m)
+            if rep is None:
                 continue
             fe.append(rep["format_error_rate"])
             calls.append(rep["n_calls"] / rep["n_trajectories"])
@@ -147,20 +156,18 @@ def main(out: str, seeds: list) -> None:
     print()
     # The goal: GRPO's success on the held-out edge cases at least 30 points above SFT's, self-correction up.
     # For GRPO's evaluated checkpoints, the success rates alone, after the final model's lines.
-    goal_lines = [("grpo", "", ("success rate", "self-correction rate"))]
-    goal_lines += [(m, f", GRPO at step {m[5:]}", ("success rate",)) for m, _ in all_models if m.startswith("grpo-")]
+    rates = (("success rate", 0), ("self-correction rate", 1))
+    goal_lines = [("grpo", "", rates)]
+    goal_lines += [(m, f", GRPO at step {m[5:]}", rates[:1]) for m, _ in all_models if m.startswith("grpo-")]
     for gm, at, whats in goal_lines:
         for set_, label in GOALS:
-            for what, idx in (("success rate", 0), ("self-correction rate", 1)):
-                if what not in whats:
-                    continue
+            for what, idx in whats:
                 diffs, per = [], []
                 for s in seeds:
-                    try:
-                        g = pooled(json.load(open(f"{out}/seed-{s}/eval-{gm}.json")), set_, True)
-                        f = pooled(json.load(open(f"{out}/seed-{s}/eval-sft.json")), set_, True)
-                    except (OSError, ValueError):
+                    g, f = report(out, s, gm), report(out, s, "sft")
+                    if g is None or f is None:
                         continue
+                    g, f = pooled(g, set_, True), pooled(f, set_, True)
                     d = 100 * (g[idx] - f[idx])
                     if d == d:
                         diffs.append(d)
