@@ -53,35 +53,62 @@ type Parsed struct {
 // decodes each as {"name": string, "arguments": object}. An absent
 // "arguments" means {}. It never panics: each malformed block is returned
 // with Err set. An opening tag met again before the closing tag ends the
-// first block as unterminated.
+// first block as unterminated; an opening tag with no closing tag anywhere
+// after it is one unterminated block to the end of the text, and the search
+// stops there. Parse reads text once: its time is linear in len(text) plus
+// the JSON decoding of each block's body.
 func Parse(text string) []Parsed {
 	var out []Parsed
+	scan(text, func(start, body, bodyEnd, end int, closed bool) {
+		p := Parsed{Raw: text[body:bodyEnd], Start: start, End: end}
+		if closed {
+			p.Call, p.Err = decode(p.Raw, start)
+		} else {
+			p.Err = &ParseError{Kind: ErrUnterminated, Offset: start,
+				Msg: "tool call is not terminated: " + OpenTag + " must be closed by " + CloseTag}
+		}
+		out = append(out, p)
+	})
+	return out
+}
+
+// index is strings.Index; a test counts the bytes it is given to hold scan
+// to linear time.
+var index = strings.Index
+
+// scan calls visit for each block of text in order: start and end delimit
+// the whole block (tags included), body and bodyEnd the text between the
+// tags; closed says whether its closing tag was found. Every byte of text is
+// searched a bounded number of times: the position of the next closing tag
+// is remembered (and known absent once a search fails), and the search for
+// a reopening tag stops at that closing tag.
+func scan(text string, visit func(start, body, bodyEnd, end int, closed bool)) {
 	pos := 0
+	nextClose := -2 // the first closing tag at or after the current body; -1: none left; -2: not searched yet
 	for {
-		i := strings.Index(text[pos:], OpenTag)
+		i := index(text[pos:], OpenTag)
 		if i < 0 {
-			return out
+			return
 		}
 		start := pos + i
 		body := start + len(OpenTag)
-		j := strings.Index(text[body:], CloseTag)
-		k := strings.Index(text[body:], OpenTag)
-		if j < 0 || (k >= 0 && k < j) {
-			end := len(text)
-			if k >= 0 {
-				end = body + k
+		if nextClose != -1 && nextClose < body {
+			nextClose = index(text[body:], CloseTag)
+			if nextClose >= 0 {
+				nextClose += body
 			}
-			out = append(out, Parsed{Raw: text[body:end], Start: start, End: end,
-				Err: &ParseError{Kind: ErrUnterminated, Offset: start,
-					Msg: "tool call is not terminated: " + OpenTag + " must be closed by " + CloseTag}})
-			pos = end
+		}
+		if nextClose < 0 {
+			visit(start, body, len(text), len(text), false)
+			return
+		}
+		if k := index(text[body:nextClose], OpenTag); k >= 0 {
+			visit(start, body, body+k, body+k, false)
+			pos = body + k
 			continue
 		}
-		end := body + j + len(CloseTag)
-		raw := text[body : body+j]
-		p := Parsed{Raw: raw, Start: start, End: end}
-		p.Call, p.Err = decode(raw, start)
-		out = append(out, p)
+		end := nextClose + len(CloseTag)
+		visit(start, body, nextClose, end, true)
 		pos = end
 	}
 }
@@ -144,17 +171,17 @@ func decode(raw string, offset int) (chat.Call, *ParseError) {
 }
 
 // StripCalls returns text with every tool-call block removed and the rest
-// trimmed: what the agent said around its calls.
+// trimmed: what the agent said around its calls. It finds the blocks as
+// Parse does, in one linear scan, without decoding them.
 func StripCalls(text string) string {
-	ps := Parse(text)
-	if len(ps) == 0 {
-		return strings.TrimSpace(text)
-	}
 	var b strings.Builder
 	pos := 0
-	for _, p := range ps {
-		b.WriteString(text[pos:p.Start])
-		pos = p.End
+	scan(text, func(start, _, _, end int, _ bool) {
+		b.WriteString(text[pos:start])
+		pos = end
+	})
+	if pos == 0 {
+		return strings.TrimSpace(text)
 	}
 	b.WriteString(text[pos:])
 	return strings.TrimSpace(b.String())
