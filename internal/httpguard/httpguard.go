@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -17,6 +18,9 @@ import (
 // loopback is honoured, and a warning naming the exposure is written to
 // warn (saying whether a token guards the server, per guarded).
 func Listen(addr string, guarded bool, warn io.Writer) (net.Listener, error) {
+	if !strings.Contains(addr, ":") && !isPort(addr) {
+		return nil, fmt.Errorf("listen address %q has no port: want host:port (e.g. %s), :port or a port number", addr, net.JoinHostPort(addr, "8000"))
+	}
 	addr = LoopbackDefault(addr)
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -35,6 +39,19 @@ func Listen(addr string, guarded bool, warn io.Writer) (net.Listener, error) {
 		fmt.Fprintf(warn, "warning: serving on %s, which is reachable from other machines, %s\n", net.JoinHostPort(host, port), how)
 	}
 	return l, nil
+}
+
+// isPort reports whether s is a decimal port number.
+func isPort(s string) bool {
+	if s == "" || len(s) > 5 {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // LoopbackDefault returns addr with 127.0.0.1 as its host when it names
@@ -76,21 +93,65 @@ func TokenFromEnv(name string) (string, error) {
 var ErrUnauthorized = errors.New("unauthorized: send the server's token as Authorization: Bearer <token>")
 
 // Bearer wraps next so that every request must carry the header
-// "Authorization: Bearer <token>"; any other gets 401 Unauthorized with a
-// WWW-Authenticate challenge (RFC 6750). An empty token returns next as is.
-func Bearer(token string, next http.Handler) http.Handler {
+// "Authorization: Bearer <token>" (the scheme in any case, as RFC 7235
+// says); any other gets 401 Unauthorized with a WWW-Authenticate challenge
+// (RFC 6750). GET and HEAD requests for the paths in open (a liveness
+// probe's /health) are served without the token. An empty token returns
+// next as is.
+func Bearer(token string, next http.Handler, open ...string) http.Handler {
 	if token == "" {
 		return next
 	}
 	want := sha256.Sum256([]byte(token))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if (r.Method == http.MethodGet || r.Method == http.MethodHead) && slices.Contains(open, r.URL.Path) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		scheme, got, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
 		sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
-		if !ok || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
+		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="mcprl"`)
 			http.Error(w, ErrUnauthorized.Error(), http.StatusUnauthorized)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// SameOrigin wraps next so that a browser cannot reach it from another
+// site: a request whose Origin (or Sec-Fetch-Site) says it comes from
+// another site is refused with 403 unless it is a GET, HEAD or OPTIONS
+// (net/http's CrossOriginProtection), and a request that arrived on a
+// loopback address but names another host in its Host header (a DNS
+// rebinding page) is refused with 403, as the MCP SDK's streamable-HTTP
+// handler does for mcprl sandbox serve. A server listening on another
+// address (0.0.0.0, a LAN address) is reached under other names, and its
+// Host is not checked there; the Origin check still holds.
+func SameOrigin(next http.Handler) http.Handler {
+	cop := http.NewCrossOriginProtection()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil {
+			if hostIsLoopback(local.String()) && !hostIsLoopback(r.Host) {
+				http.Error(w, fmt.Sprintf("forbidden: Host %q is not this machine (a server on loopback answers requests for localhost only)", r.Host), http.StatusForbidden)
+				return
+			}
+		}
+		if err := cop.Check(r); err != nil {
+			http.Error(w, "forbidden: a cross-site request ("+err.Error()+")", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// hostIsLoopback reports whether hostport (host or host:port) names this
+// machine only.
+func hostIsLoopback(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	return IsLoopback(strings.ToLower(host))
 }
