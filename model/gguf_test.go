@@ -67,11 +67,11 @@ func TestImportTinyGGUF(t *testing.T) {
 					}
 					for v := range V {
 						i := (b*T+tt)*V + v
-						d.add(logits[i], want.Logits[i], want.Logits64[i])
+						d.add(float64(logits[i]), want.Logits[i], want.Logits64[i])
 					}
 				}
 			}
-			d.check(t)
+			d.check(t, "logits")
 			s, err := m.NewSession(1, 64, 0)
 			if err != nil {
 				t.Fatal(err)

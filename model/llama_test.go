@@ -49,6 +49,7 @@ type llamaGolden struct {
 	Positions     []struct {
 		B, T     int
 		LSE      float64   `json:"lse"`
+		LSE64    float64   `json:"lse64"`
 		IDs      []int     `json:"ids"`
 		Logits   []float64 `json:"logits"`
 		Logits64 []float64 `json:"logits64"`
@@ -57,28 +58,37 @@ type llamaGolden struct {
 	Greedy []int `json:"greedy"`
 }
 
-// logitDiffs accumulates how far float32 logits are from transformers' float32 ones and from its float64 ones.
+// eps32 is float32's machine epsilon, 2^-23: the relative spacing of float32 numbers near 1.
+const eps32 = 0x1p-23
+
+// logitDiffs accumulates how far float32 values (logits, log-probs) are from a reference library's float32 ones
+// and from its float64 ones. The reference's own float32 rounding, its float32 answer's distance from its float64
+// one, is the scale of what rounding alone moves: another CPU, matmul engine or summation order moves ours by
+// about as much, so bounds are derived from it, never a bare constant.
 type logitDiffs struct{ fromTorch, from64, torchFrom64, maxAbs float64 }
 
-func (d *logitDiffs) add(ours float32, torch32, torch64 float64) {
-	d.fromTorch = math.Max(d.fromTorch, math.Abs(float64(ours)-torch32))
-	d.from64 = math.Max(d.from64, math.Abs(float64(ours)-torch64))
+func (d *logitDiffs) add(ours, torch32, torch64 float64) {
+	d.fromTorch = math.Max(d.fromTorch, math.Abs(ours-torch32))
+	d.from64 = math.Max(d.from64, math.Abs(ours-torch64))
 	d.torchFrom64 = math.Max(d.torchFrom64, math.Abs(torch32-torch64))
 	d.maxAbs = math.Max(d.maxAbs, math.Abs(torch64))
 }
 
-// check: float32 rounding alone moves logits of magnitude 10-30 by some 1e-5 (transformers' own float32 against
-// its float64), so the logits must be within 1e-4 of transformers' float32 ones and no further from float64 than
-// twice transformers' float32.
-func (d *logitDiffs) check(t *testing.T) {
+// bound is how far from float64 ours may be: twice the reference's own float32 distance from it, plus one
+// float32 rounding of the largest value (so that a reference that happened to round exactly does not make the
+// bound 0).
+func (d *logitDiffs) bound() float64 { return 2 * (d.torchFrom64 + eps32*d.maxAbs) }
+
+// check: ours must be no further from float64 than bound. (Against the reference's float32 values the distance
+// is then at most bound plus the reference's own error, by the triangle inequality; it is logged, not bounded
+// apart.)
+func (d *logitDiffs) check(t *testing.T, what string) {
 	t.Helper()
-	t.Logf("max |logit| %.3g; max |diff| from transformers' float32 %.3g; from float64: ours %.3g, transformers' float32 %.3g",
-		d.maxAbs, d.fromTorch, d.from64, d.torchFrom64)
-	if d.fromTorch > 1e-4 {
-		t.Errorf("logits differ from transformers by %g > 1e-4", d.fromTorch)
-	}
-	if d.from64 > 2*d.torchFrom64 {
-		t.Errorf("logits are %g from float64, more than twice transformers' float32 (%g)", d.from64, d.torchFrom64)
+	t.Logf("%s: max |value| %.3g; max |diff| from the reference's float32 %.3g; from float64: ours %.3g, the reference's float32 %.3g (bound %.3g)",
+		what, d.maxAbs, d.fromTorch, d.from64, d.torchFrom64, d.bound())
+	if d.from64 > d.bound() || math.IsNaN(d.from64) {
+		t.Errorf("%s are %g from float64, more than twice the reference's float32 error (%g) plus a rounding of the largest (%g)",
+			what, d.from64, d.torchFrom64, eps32*d.maxAbs)
 	}
 }
 
@@ -104,25 +114,22 @@ func TestLlamaMatchesTransformers(t *testing.T) {
 	}
 	logits := run(t, m, m.Logits, tensors.FromValue(g.Tokens), tensors.FromValue(g.AttentionMask))
 	T, V := len(g.Tokens[0]), m.Config.VocabSize
-	var d logitDiffs
-	maxLSE := 0.0
+	var d, lse logitDiffs
 	for _, p := range g.Positions {
 		row := logits[(p.B*T+p.T)*V : (p.B*T+p.T+1)*V]
 		for i, id := range p.IDs {
-			d.add(row[id], p.Logits[i], p.Logits64[i])
+			d.add(float64(row[id]), p.Logits[i], p.Logits64[i])
 		}
 		mx := float64(slices.Max(row))
 		s := 0.0
 		for _, x := range row {
 			s += math.Exp(float64(x) - mx)
 		}
-		maxLSE = math.Max(maxLSE, math.Abs(mx+math.Log(s)-p.LSE))
+		lse.add(mx+math.Log(s), p.LSE, p.LSE64)
 	}
-	t.Logf("%d positions, max |logsumexp diff| %.3g", len(g.Positions), maxLSE)
-	if maxLSE > 1e-4 {
-		t.Errorf("logsumexp differs from transformers by %g > 1e-4", maxLSE)
-	}
-	d.check(t)
+	t.Logf("%d positions", len(g.Positions))
+	lse.check(t, "log-sum-exps")
+	d.check(t, "logits")
 
 	s, err := m.NewSession(1, 128, 0)
 	if err != nil {

@@ -8,7 +8,9 @@ Writes (beside this file):
   untied/      float32, sharded in two (model.safetensors.index.json)
   tied/        bfloat16, one file; logits computed from the bf16 weights loaded back in float32
   golden.json  inputs (tokens, attention_mask: a full, a left-padded and a right-padded row) and, per model,
-               logits [B, T, V] and token_logprobs [B, T] (log p(tokens[t] | tokens[<t]), 0 where undefined)
+               logits [B, T, V] and token_logprobs [B, T] (log p(tokens[t] | tokens[<t]), 0 where undefined),
+               and logits64 and token_logprobs64, the same computed in float64 from the same weights: how far
+               transformers' own float32 is from them is the rounding the Go tests allow for
   unsupported/ checkpoints transformers writes that mcprl must refuse, naming the tensor or key:
                f64 (float64 weights), extra (a tensor Qwen2 lacks), int8 (integer storage), yarn (scaled rope)
 Positions are cumsum(attention_mask) - 1 (clamped at 0), as transformers' generate() computes position_ids.
@@ -71,11 +73,17 @@ def main() -> None:
         model = AutoModelForCausalLM.from_pretrained(str(directory), dtype=torch.float32).eval()
         with torch.no_grad():
             logits = model(input_ids=ids, attention_mask=mask, position_ids=positions).logits
-        lp = torch.log_softmax(logits[:, :-1], -1).gather(-1, ids[:, 1:, None])[..., 0]
-        lp = torch.where(mask[:, 1:].bool() & mask[:, :-1].bool(), lp, torch.zeros_like(lp))
-        lp = torch.cat([torch.zeros(lp.shape[0], 1), lp], dim=1)
+            logits64 = model.double()(input_ids=ids, attention_mask=mask, position_ids=positions).logits
+
+        def token_logprobs(logits: torch.Tensor) -> torch.Tensor:
+            lp = torch.log_softmax(logits[:, :-1], -1).gather(-1, ids[:, 1:, None])[..., 0]
+            lp = torch.where(mask[:, 1:].bool() & mask[:, :-1].bool(), lp, torch.zeros_like(lp))
+            return torch.cat([torch.zeros(lp.shape[0], 1, dtype=lp.dtype), lp], dim=1)
+
         golden["models"][name] = {"logits": logits.flatten().tolist(), "logits_shape": list(logits.shape),
-                                  "token_logprobs": lp.tolist()}
+                                  "token_logprobs": token_logprobs(logits).tolist(),
+                                  "logits64": logits64.flatten().tolist(),
+                                  "token_logprobs64": token_logprobs(logits64).tolist()}
     (HERE / "golden.json").write_text(json.dumps(golden))
 
     bad = fresh(HERE / "unsupported")

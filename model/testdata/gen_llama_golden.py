@@ -12,9 +12,9 @@ gguf 0.19.0, safetensors 0.8.0):
 2. Loads HFDIR with LlamaForCausalLM (float32, eager attention) and runs a batch of three rows (full, left-padded,
    right-padded; position_ids = cumsum(mask) - 1 as generate() computes them), in float32 and in float64.
 3. Writes llama_golden.json: the tokens and mask; per real position, the log-sum-exp of the float32 logits over the
-   whole vocabulary and the logits at 64 ids (the 32 largest and 32 fixed ones), float32 ("logits") and float64
-   ("logits64": how far float32 rounding alone moves them); and the 24 tokens greedy generate() gives after a chat
-   prompt.
+   whole vocabulary ("lse"; "lse64" that of the float64 logits) and the logits at 64 ids (the 32 largest and 32
+   fixed ones), float32 ("logits") and float64 ("logits64": how far float32 rounding alone moves them); and the 24
+   tokens greedy generate() gives after a chat prompt.
 """
 import json
 import os
@@ -76,7 +76,8 @@ for b in range(len(tokens)):
         row = logits[b, t]
         top = torch.topk(row, 32).indices.tolist()
         sel = top + fixed
-        rows.append({"b": b, "t": t, "lse": torch.logsumexp(row.double(), -1).item(), "ids": sel,
+        rows.append({"b": b, "t": t, "lse": torch.logsumexp(row.double(), -1).item(),
+                     "lse64": torch.logsumexp(logits64[b, t], -1).item(), "ids": sel,
                      "logits": [row[i].item() for i in sel], "logits64": [logits64[b, t, i].item() for i in sel]})
 
 prompt = torch.tensor([ids[0]])

@@ -5,7 +5,8 @@ For tiny-llama.gguf (tied embeddings) and tiny-qwen2.gguf (untied), loaded with 
 LoRA adapter on q_proj (init_lora_weights=False), gives the trainable rows random values, and saves the adapter
 as tokens-ARCH/ (adapter_config.json, adapter_model.safetensors). tokens_golden.safetensors holds, per model,
 "ARCH.logits" [B, T, V]: the PeftModel's logits on tiny_gguf_golden.json's batch (float32, eager attention),
-whose tokens include the listed ids.
+whose tokens include the listed ids, and "ARCH.rounding", the float64 logits less these float32 ones (float32, as
+the file holds no float64): peft's own float32 rounding, which the Go test allows for.
 
 Run from this directory: python gen_tokens_golden.py   (torch 2.15.0, transformers 5.23.0, peft 0.21.2, gguf 0.19.0)
 """
@@ -21,6 +22,19 @@ torch.manual_seed(13)
 g = json.load(open("tiny_gguf_golden.json"))
 tt, mm = torch.tensor(g["tokens"]), torch.tensor(g["attention_mask"])
 pos = (mm.cumsum(-1) - 1).clamp(min=0)
+
+
+def float64_logits(m):
+    """m's logits on the batch in float64, each row alone without its padding (padding makes NaN in float64:
+    0 * NaN in probs @ v); m is left in float64."""
+    m.double()
+    out = torch.zeros(tuple(mm.shape) + (m.config.vocab_size,), dtype=torch.float64)
+    with torch.no_grad():
+        for b in range(mm.shape[0]):
+            keep = mm[b].bool()
+            out[b, keep] = m(input_ids=tt[b, keep][None]).logits[0]
+    return out
+
 ids = sorted({int(t) for t in g["tokens"][0][:3]})  # three ids the batch holds
 out = {}
 for arch in ("llama", "qwen2"):
@@ -40,4 +54,6 @@ for arch in ("llama", "qwen2"):
     os.remove(f"tokens-{arch}/README.md")  # peft's model card
     print(arch, "tied", base.config.tie_word_embeddings, "ids", ids)
     out[f"{arch}.logits"] = logits.contiguous()
+    logits64 = float64_logits(model)
+    out[f"{arch}.rounding"] = (logits64 - logits.double()).float().contiguous()
 save_file(out, "tokens_golden.safetensors")
