@@ -20,11 +20,11 @@ import (
 	"github.com/mcprl/mcprl/task"
 )
 
-// Assertions scores a trajectory by its task's ground_truth_assertions,
-// each checked live after the trajectory ran, with partial credit (the
-// share that hold). A SQL assertion (SELECT or WITH) is an oracle run on
-// the trajectory's own database; it holds when the agent surfaced the same
-// result: a successful query_database observation with the same rows
+// Assertions scores a trajectory by its task's ground_truth_assertions
+// and state_assertions, with partial credit (the share that hold; see
+// Score for which database each reads). A SQL assertion (SELECT or WITH)
+// is an oracle; it holds when the agent surfaced the same result: a
+// successful query_database observation with the same rows
 // (order-insensitive unless the oracle has ORDER BY; values compared
 // type-tolerantly: 3, 3.0 and "3" are equal), or, for a one-cell result,
 // that value as a whole token in the final answer when a query's result
@@ -195,33 +195,97 @@ func (a *Assertions) program(src string) (*vm.Program, error) {
 }
 
 // Score implements Func.
+//
+// A read-only task (no state_assertions) is scored against the fixture as
+// it was built: its SQL oracles run there, so a trajectory that wipes,
+// rewrites or shadows the data moves only its own answer, and a statement
+// of the trajectory that changed the data or the schema adds one more
+// check, which fails. A task that asks for a change checks its
+// state_assertions on the trajectory's database afterwards, and its
+// ground-truth oracles run on that state only once they all hold.
 func (a *Assertions) Score(ctx context.Context, in *Input) (Score, error) {
-	if in.Task == nil || len(in.Task.GroundTruthAssertions) == 0 {
+	if in.Task == nil || len(in.Task.GroundTruthAssertions)+len(in.Task.StateAssertions) == 0 {
 		return Score{Value: 0, Reason: "the task has no ground_truth_assertions"}, nil
 	}
 	facts := FactsOf(in.Trajectory)
 	var out Score
 	held := 0
-	for _, src := range in.Task.GroundTruthAssertions {
-		var c Check
-		var err error
-		if IsSQL(src) {
-			c, err = a.checkSQL(ctx, in, src)
-		} else {
-			c, err = a.checkExpr(src, facts)
-		}
-		if err != nil {
-			return Score{}, err
-		}
+	add := func(c Check) {
 		if c.Held {
 			held++
 			c.Credit = 1
 		}
 		out.Checks = append(out.Checks, c)
 	}
-	out.Value = float64(held) / float64(len(in.Task.GroundTruthAssertions))
-	out.Reason = fmt.Sprintf("%d of %d assertions hold", held, len(in.Task.GroundTruthAssertions))
+	writeTask := len(in.Task.StateAssertions) > 0
+	stateHolds := true
+	for _, src := range in.Task.StateAssertions {
+		c, err := checkState(ctx, in, src)
+		if err != nil {
+			return Score{}, err
+		}
+		stateHolds = stateHolds && c.Held
+		add(c)
+	}
+	for _, src := range in.Task.GroundTruthAssertions {
+		var c Check
+		var err error
+		switch {
+		case !IsSQL(src):
+			c, err = a.checkExpr(src, facts)
+		case writeTask && !stateHolds:
+			c = Check{Name: src, Why: "the state_assertions do not hold, so the database is not in the state the question is about"}
+		default:
+			c, err = a.checkSQL(ctx, in, src, writeTask)
+		}
+		if err != nil {
+			return Score{}, err
+		}
+		add(c)
+	}
+	if !writeTask && in.Sandbox != nil && in.Sandbox.DB() != nil {
+		if n := in.Sandbox.DB().Writes(); n > 0 {
+			add(Check{Name: "read-only", Why: fmt.Sprintf("the task asks for no change, but %d statement(s) of the trajectory changed the database's data or schema", n)})
+		}
+	}
+	out.Value = float64(held) / float64(len(out.Checks))
+	out.Reason = fmt.Sprintf("%d of %d assertions hold", held, len(out.Checks))
 	return out, nil
+}
+
+// checkState checks one state assertion on the trajectory's database as
+// the trajectory left it: it holds when the query's first row has every
+// cell true.
+func checkState(ctx context.Context, in *Input, src string) (Check, error) {
+	if in.Sandbox == nil || in.Sandbox.DB() == nil {
+		return Check{}, fmt.Errorf("state assertion %q needs the trajectory's sandbox", src)
+	}
+	res, err := in.Sandbox.DB().Oracle(ctx, src)
+	if err != nil {
+		return Check{}, fmt.Errorf("state assertion %q: %w", src, err)
+	}
+	if len(res.Rows) == 0 || len(res.Rows[0]) == 0 {
+		return Check{Name: src, Why: "state: the query returned no row"}, nil
+	}
+	for i, v := range res.Rows[0] {
+		if !truthy(v) {
+			return Check{Name: src, Why: fmt.Sprintf("state: %s is %s after the trajectory", res.Columns[i], canon(v))}, nil
+		}
+	}
+	return Check{Name: src, Held: true, Why: "state: holds after the trajectory"}, nil
+}
+
+// truthy is SQL's truth of a cell: non-NULL, non-zero, not false.
+func truthy(v any) bool {
+	switch c := canon(v); c {
+	case "NULL", "false", "0", "":
+		return false
+	default:
+		if f, err := strconv.ParseFloat(c, 64); err == nil {
+			return f != 0
+		}
+		return c != "f"
+	}
 }
 
 func (a *Assertions) checkExpr(src string, facts Facts) (Check, error) {
@@ -296,11 +360,22 @@ var orderBy = regexp.MustCompile(`(?i)\border\s+by\b`)
 // both copies keep its rows and the oracle's in equal numbers.
 const Variants = 3
 
-func (a *Assertions) checkSQL(ctx context.Context, in *Input, src string) (Check, error) {
-	if in.Sandbox == nil {
+// oracleDB is where a SQL oracle runs: the fixture as it was built
+// (*sqldb.Template) for a read-only task, the trajectory's own database
+// (*sqldb.DB) for a task that asked for a change.
+type oracleDB interface {
+	Oracle(ctx context.Context, sql string) (*sqldb.Result, error)
+	Variants(ctx context.Context, n int, oracle string, queries []string) ([][]*sqldb.Result, error)
+}
+
+func (a *Assertions) checkSQL(ctx context.Context, in *Input, src string, afterWrites bool) (Check, error) {
+	if in.Sandbox == nil || in.Sandbox.DB() == nil {
 		return Check{}, fmt.Errorf("assertion %q needs the trajectory's sandbox", src)
 	}
-	db := in.Sandbox.DB()
+	var db oracleDB = in.Sandbox.DB().Template()
+	if afterWrites {
+		db = in.Sandbox.DB()
+	}
 	res, err := db.Oracle(ctx, src)
 	if err != nil {
 		return Check{}, fmt.Errorf("oracle %q: %w", src, err)

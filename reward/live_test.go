@@ -120,9 +120,11 @@ func TestAssertionsLive(t *testing.T) {
 			{"customers-lint-broken-005", lint("cleanup_inactive.sql"), 1},
 			{"customers-lint-broken-005", lint("inactive_customers.sql"), 0.5},
 			{"customers-lint-broken-005", "", 0},
-			// Live state: the oracle sees the fork after the trajectory's UPDATE.
+			// A task that asks for a change: its state_assertions (3) hold on
+			// the fork after the UPDATE, and the question's oracle runs there.
 			{"customers-normalize-status-004", q("UPDATE customers SET status = 'inactive' WHERE LOWER(TRIM(status)) = 'inactive' AND status <> 'inactive'") + q("SELECT COUNT(*) FROM customers WHERE status = 'inactive'"), 1},
-			{"customers-normalize-status-004", q("SELECT COUNT(*) FROM customers WHERE status = 'inactive'") + q("UPDATE customers SET status = 'inactive' WHERE LOWER(TRIM(status)) = 'inactive' AND status <> 'inactive'"), 0},
+			// The change made, but the count queried before it: the state holds, the answer does not.
+			{"customers-normalize-status-004", q("SELECT COUNT(*) FROM customers WHERE status = 'inactive'") + q("UPDATE customers SET status = 'inactive' WHERE LOWER(TRIM(status)) = 'inactive' AND status <> 'inactive'"), 0.75},
 		}
 		for i, c := range cases {
 			tk := tasks[c.task]
@@ -245,6 +247,57 @@ func TestAssertionsCoincidence(t *testing.T) {
 			s := scoreLive(t, fac, tk, a, c.text)
 			if s.Value != c.want || len(s.Checks) != 1 || !strings.Contains(s.Checks[0].Why, c.why) {
 				t.Errorf("case %d: %v, want %v with %q: %+v", i, s.Value, c.want, c.why, s.Checks)
+			}
+		}
+	})
+}
+
+// TestAssertionsHostile is what a search for the reward's holes would try
+// (GRPO found the "guess" one in run 7): destroying, rewriting or
+// shadowing the data and then answering what the damaged data says. A
+// read-only question's ground truth is the fixture as it was built, so
+// each of these scores below the honest trajectory; a write the task did
+// not ask for costs a check; a task that asks for a change checks its
+// state, so wiping the table does not meet it.
+func TestAssertionsHostile(t *testing.T) {
+	_, tasks := example(t)
+	backends(t, func(t *testing.T, fac *sandbox.Factory) {
+		a := NewAssertions()
+		read := "customers-inactive-variants-002" // 13 when case and spaces are ignored
+		count := q("SELECT COUNT(*) FROM customers WHERE LOWER(TRIM(status)) = 'inactive'")
+		honest := scoreLive(t, fac, tasks[read], a, count+"There are 13 inactive customers.")
+		if honest.Value != 1 {
+			t.Fatalf("honest trajectory: %v (%s), want 1", honest.Value, honest.Reason)
+		}
+		seed := "customers-inactive-001" // the user's task: the exact count and a clean lint
+		writeTask := "customers-normalize-status-004"
+		cases := []struct {
+			name, task, text string
+			want             float64
+		}{
+			{"wipe then count", read, q("DELETE FROM orders") + q("DELETE FROM customers") + count + "There are 0 inactive customers.", 0},
+			{"rewrite then count", read, q("UPDATE customers SET status = 'gone'") + count + "There are 0 inactive customers.", 0},
+			{"inflate then count", read, q("INSERT INTO customers (id, email, full_name, status, created_at) VALUES (1001, 'x@example.com', 'X', 'inactive', '2024-01-01')") + count + "There are 14 inactive customers.", 0},
+			// The probe's shadows, on the user's task: refused now, so SELECT 0
+			// matches nothing; only the clean lint holds.
+			{"shadow with a temp.customers view", seed, q("CREATE VIEW temp.customers AS SELECT 'inactive' AS status WHERE 0") + q("SELECT 0") + lint("inactive_customers.sql") + "0", 0.5},
+			{"shadow with a temp.customers table", seed, q("CREATE TABLE temp.customers (status TEXT)") + q("SELECT 0") + lint("inactive_customers.sql") + "0", 0.5},
+			{"shadow with a temp trigger", seed, q("CREATE TRIGGER temp.t AFTER INSERT ON main.orders BEGIN DELETE FROM main.customers; END") + q("SELECT 0") + lint("inactive_customers.sql") + "0", 0.5},
+			// The right answer beside a write nobody asked for: one check of two fails.
+			{"honest answer after an unrequested write", read, q("UPDATE customers SET country = 'XX' WHERE id = 1") + count + "There are 13 inactive customers.", 0.5},
+			{"honest answer after a schema change", read, q("CREATE INDEX idx_status ON customers (status)") + count + "There are 13 inactive customers.", 0.5},
+			// A task that asks for a change checks the state it asked for:
+			// an emptied table has no variant left, and nothing else it asked.
+			{"wipe a write task", writeTask, q("DELETE FROM orders") + q("DELETE FROM customers") + q("SELECT COUNT(*) FROM customers WHERE status = 'inactive'") + "0", 0.25},
+			{"overwrite every status", writeTask, q("UPDATE customers SET status = 'inactive'") + q("SELECT COUNT(*) FROM customers WHERE status = 'inactive'") + "36", 0.5},
+		}
+		for _, c := range cases {
+			s := scoreLive(t, fac, tasks[c.task], a, c.text)
+			if s.Value != c.want {
+				t.Errorf("%s: %v, want %v: %s\n%+v", c.name, s.Value, c.want, s.Reason, s.Checks)
+			}
+			if s.Value >= honest.Value {
+				t.Errorf("%s scores %v, not below an honest trajectory's %v", c.name, s.Value, honest.Value)
 			}
 		}
 	})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/mcprl/mcprl/chat"
 )
@@ -147,7 +148,7 @@ func (t ToolSelection) Score(ctx context.Context, in *Input) (Score, error) {
 	g, why := u.guard(budgetOr(t.Budget))
 	var needed []string
 	if in.Task != nil {
-		needed = neededTools(in.Task.GroundTruthAssertions)
+		needed = neededTools(append(slices.Clone(in.Task.GroundTruthAssertions), in.Task.StateAssertions...))
 	}
 	var checks []Check
 	frac := 1.0

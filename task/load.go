@@ -184,6 +184,11 @@ func parseLine(line []byte, opts LoadOptions) (Task, string, error) {
 			return t, fmt.Sprintf("ground_truth_assertions[%d]", i), errors.New("empty assertion")
 		}
 	}
+	for i, a := range t.StateAssertions {
+		if strings.TrimSpace(a) == "" {
+			return t, fmt.Sprintf("state_assertions[%d]", i), errors.New("empty assertion")
+		}
+	}
 	if opts.Fixtures != nil && t.Fixture != "" {
 		if _, ok := opts.Fixtures[t.Fixture]; !ok {
 			return t, "fixture", fmt.Errorf("unknown fixture %q (known: %s)", t.Fixture, knownNames(opts.Fixtures))

@@ -5,11 +5,19 @@ import "github.com/mcprl/mcprl/chat"
 // Task is one line of a tasks JSONL file: the seed's three fields
 // (system_prompt, task, ground_truth_assertions) plus optional ones.
 type Task struct {
-	ID                    string         `json:"id,omitempty"`
-	SystemPrompt          string         `json:"system_prompt,omitempty"`
-	Task                  string         `json:"task"`
-	GroundTruthAssertions []string       `json:"ground_truth_assertions,omitempty"`
-	Fixture               string         `json:"fixture,omitempty"`
-	Golden                []chat.Message `json:"golden,omitempty"`
-	Category              string         `json:"category,omitempty"`
+	ID                    string   `json:"id,omitempty"`
+	SystemPrompt          string   `json:"system_prompt,omitempty"`
+	Task                  string   `json:"task"`
+	GroundTruthAssertions []string `json:"ground_truth_assertions,omitempty"`
+	// StateAssertions are what a task that asks for a change checks of the
+	// database after the trajectory: SQL queries, each holding when its
+	// first row's every cell is true (non-zero, non-NULL), such as
+	// "SELECT COUNT(*) = 13 FROM customers WHERE status = 'inactive'". A
+	// task without them is read-only: its ground truth is computed on the
+	// fixture as it was built, and a write the trajectory makes counts
+	// against it.
+	StateAssertions []string       `json:"state_assertions,omitempty"`
+	Fixture         string         `json:"fixture,omitempty"`
+	Golden          []chat.Message `json:"golden,omitempty"`
+	Category        string         `json:"category,omitempty"`
 }

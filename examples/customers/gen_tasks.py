@@ -83,6 +83,11 @@ tasks = [
         "task": "Normalize the status column so that every variant of 'inactive' (any letter case, stray spaces) "
                 "becomes exactly 'inactive', then report how many inactive customers there are.",
         "ground_truth_assertions": ["SELECT COUNT(*) FROM customers WHERE status = 'inactive'"],
+        # The change the task asks for, checked on the database afterwards: every variant became
+        # 'inactive', and nothing else was lost (36 customers, 40 orders, 7 exact ones before).
+        "state_assertions": ["SELECT COUNT(*) = 13 FROM customers WHERE status = 'inactive'",
+                             "SELECT COUNT(*) = 0 FROM customers WHERE LOWER(TRIM(status)) = 'inactive' AND status <> 'inactive'",
+                             "SELECT (SELECT COUNT(*) FROM customers) = 36 AND (SELECT COUNT(*) FROM orders) = 40"],
         "fixture": "customers",
         "category": "sql-write",
         "golden": q("UPDATE customers SET status = 'inactive' WHERE LOWER(TRIM(status)) = 'inactive' AND status <> 'inactive'")

@@ -48,6 +48,14 @@ func sqliteEscapes(dir string) []escape {
 		{"empty", "  -- nothing\n ; ", "empty SQL"},
 		{"temp table shadowing a fixture table", "CREATE TEMP TABLE customers AS SELECT * FROM customers WHERE 0", "temporary tables"},
 		{"temp view", "CREATE TEMPORARY VIEW orders AS SELECT 1 AS id", "temporary tables"},
+		// Spelled temp.X, the TEMP keyword's action codes are not raised:
+		// the database name must be refused too.
+		{"temp.X view shadowing a fixture table", "CREATE VIEW temp.customers AS SELECT 'inactive' AS status WHERE 0", "temporary tables"},
+		{"temp.X table", "CREATE TABLE temp.t (x)", "temporary tables"},
+		{"temp.X table as select", "CREATE TABLE temp.big AS SELECT zeroblob(1000) FROM customers", "temporary tables"},
+		{"temp.X trigger on main", "CREATE TRIGGER temp.t AFTER INSERT ON main.orders BEGIN DELETE FROM main.customers; END", "temporary tables"},
+		{"temp.X index (SQLite refuses it itself)", "CREATE INDEX temp.i ON customers (status)", "SQL error"},
+		{"quoted temp", `CREATE VIEW "temp"."customers" AS SELECT 1`, "temporary tables"},
 	}
 }
 

@@ -33,6 +33,20 @@ func singleStatement(src string, d sqllex.Dialect) (statement, *QueryError) {
 	}
 }
 
+// changesSchema reports whether src, a statement that ran, changed the
+// schema or emptied a table without counting rows (TRUNCATE).
+func changesSchema(src string, d sqllex.Dialect) bool {
+	stmts, err := sqllex.Split(src, sqllex.Options{Dialect: d, Lenient: true})
+	if err != nil || len(stmts) == 0 {
+		return false
+	}
+	switch stmts[0].FirstWord() {
+	case "create", "alter", "drop", "truncate":
+		return true
+	}
+	return false
+}
+
 // clip shortens s to n bytes for a message.
 func clip(s string, n int) string {
 	if len(s) > n {

@@ -30,6 +30,13 @@ type Options struct {
 	// user may set it) and a quarter of it for sorts and hashes (work_mem).
 	// A statement that needs more is refused with a QueryError.
 	MaxMemory int64
+	// MaxTotalMemory bounds the memory of every SQLite fork of the
+	// process together (default DefaultMaxTotalMemory): SQLite's hard
+	// heap limit, which is process-wide, so the largest value any
+	// template asked for holds. Past it a statement is refused, and the
+	// process lives on however many sessions try. MaxMemory bounds one
+	// statement's working memory (sorts, DISTINCT) within it.
+	MaxTotalMemory int64
 	// Logger receives warnings: a fork that lost its connection and was
 	// replaced, a limit the server does not let the DSN's user set
 	// (discarded when nil).
@@ -42,6 +49,7 @@ const (
 	DefaultMaxRows          = 1000
 	DefaultMaxBytes         = 1 << 20
 	DefaultMaxMemory        = 32 << 20
+	DefaultMaxTotalMemory   = 2 << 30
 )
 
 func (o Options) withDefaults() Options {
@@ -56,6 +64,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxMemory <= 0 {
 		o.MaxMemory = DefaultMaxMemory
+	}
+	if o.MaxTotalMemory <= 0 {
+		o.MaxTotalMemory = DefaultMaxTotalMemory
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -155,6 +166,8 @@ type Template struct {
 	mu     sync.Mutex
 	forks  map[*DB]struct{}
 	closed bool
+
+	ref pristine // the fixture as built, for oracles (fixture.go)
 }
 
 // NewTemplate builds the database from schemaSQL then dataSQL (trusted
@@ -166,7 +179,7 @@ func NewTemplate(ctx context.Context, schemaSQL, dataSQL string, opts Options) (
 		err error
 	)
 	if opts.DSN == "" {
-		be, err = newSQLiteTemplate(ctx, schemaSQL, dataSQL, opts.MaxMemory)
+		be, err = newSQLiteTemplate(ctx, schemaSQL, dataSQL, opts.MaxMemory, opts.MaxTotalMemory, opts.Logger)
 	} else if IsPostgres(opts.DSN) {
 		be, err = newPGTemplate(ctx, schemaSQL, dataSQL, opts)
 	} else {
@@ -198,7 +211,7 @@ func (t *Template) Fork(ctx context.Context) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqldb: fork: %w", err)
 	}
-	db := &DB{t: t, fc: fc, lim: limits{timeout: t.opts.StatementTimeout, maxRows: t.opts.MaxRows, maxBytes: t.opts.MaxBytes}}
+	db := &DB{t: t, fc: fc, lim: t.limits()}
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
@@ -237,6 +250,9 @@ func (t *Template) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	if err := t.closeRefs(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := t.be.close(); err != nil {
 		errs = append(errs, err)
 	}
@@ -254,6 +270,7 @@ type DB struct {
 	closed   bool
 	lostWhy  error // the first loss of the fork's state, if any
 	replaced int   // how many times fc was replaced
+	writes   int   // the policy's statements that changed the data or the schema
 }
 
 // Dialect is the SQL dialect of the database (SQLite or PostgreSQL).
@@ -281,8 +298,25 @@ func (d *DB) Query(ctx context.Context, sql string) (*Result, error) {
 	if why := d.fc.lost(); why != nil {
 		return nil, d.replace(ctx, why, err)
 	}
+	if err == nil && (res.RowsAffected > 0 || changesSchema(sql, d.Dialect())) {
+		d.writes++
+	}
 	return res, err
 }
+
+// Writes counts the policy's statements that changed this fork's data
+// (rows inserted, updated or deleted, triggers included) or its schema
+// (CREATE, ALTER, DROP, TRUNCATE). A reward reads it to see a write the
+// task did not ask for.
+func (d *DB) Writes() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.writes
+}
+
+// Template returns the template the fork was made from: its Oracle and
+// Variants read the fixture as it was built.
+func (d *DB) Template() *Template { return d.t }
 
 // Lost reports why the fork's state was lost and replaced, the first time
 // it happened, or nil if it never was. A trajectory whose fork was lost saw

@@ -372,3 +372,51 @@ func TestPostgresSequences(t *testing.T) {
 		db.Close()
 	}
 }
+
+// The template's Oracle and Variants read the fixture as it was built,
+// whatever a fork did; Writes counts the fork's statements that changed
+// its data or schema.
+func TestTemplateOracleIsPristine(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		tpl := newTemplate(t, dsn, Options{})
+		db := fork(t, tpl)
+		ctx := context.Background()
+		query(t, db, "SELECT COUNT(*) FROM customers")
+		query(t, db, "UPDATE customers SET status = 'x' WHERE id = -1") // no row changed
+		if n := db.Writes(); n != 0 {
+			t.Errorf("after reads and an UPDATE of no row: Writes = %d, want 0", n)
+		}
+		query(t, db, "DELETE FROM orders")
+		query(t, db, "DELETE FROM customers")
+		query(t, db, "CREATE INDEX customers_email_idx2 ON customers (email)")
+		if n := db.Writes(); n != 3 {
+			t.Errorf("Writes = %d, want 3 (two DELETEs and a CREATE INDEX)", n)
+		}
+		if got := scalar(t, db, "SELECT COUNT(*) FROM customers"); got != int64(0) {
+			t.Fatalf("the fork: customers = %v, want 0", got)
+		}
+		for range 2 { // the second answer comes from the cache
+			res, err := tpl.Oracle(ctx, "SELECT COUNT(*) FROM customers")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := res.Rows[0][0]; got != int64(36) {
+				t.Errorf("the template's oracle: customers = %v, want 36", got)
+			}
+		}
+		vs, err := tpl.Variants(ctx, 3, "SELECT COUNT(*) FROM customers", []string{"SELECT COUNT(*) FROM customers"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range vs {
+			n, _ := v[0].Rows[0][0].(int64)
+			if n == 0 || n >= 36 || v[1] == nil || v[1].Rows[0][0] != v[0].Rows[0][0] {
+				t.Errorf("variant %d of the fixture: oracle %v, query %v; want the same count, between 1 and 35", i, v[0].Rows, v[1])
+			}
+		}
+		// The template's reference forks are not forks of a trajectory.
+		if n := tpl.OpenForks(); n != 1 {
+			t.Errorf("OpenForks = %d, want 1", n)
+		}
+	})
+}

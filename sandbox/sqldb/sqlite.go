@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 
 	"github.com/mcprl/mcprl/sandbox/sqllex"
@@ -44,10 +45,20 @@ type sqliteTemplate struct {
 	maxMem   int64
 }
 
-// sqliteFull is SQLITE_FULL, the error of a write past max_page_count.
-const sqliteFull = 13
+// sqliteFull is SQLITE_FULL, the error of a write past max_page_count;
+// sqliteNoMem is SQLITE_NOMEM, an allocation past the process's hard heap
+// limit.
+const (
+	sqliteFull  = 13
+	sqliteNoMem = 7
+)
 
-func newSQLiteTemplate(ctx context.Context, schemaSQL, dataSQL string, maxMemory int64) (*sqliteTemplate, error) {
+func newSQLiteTemplate(ctx context.Context, schemaSQL, dataSQL string, maxMemory, maxTotal int64, logger *slog.Logger) (*sqliteTemplate, error) {
+	if err := enableHeapAccounting(); err != nil {
+		logger.Warn("sqldb: sqlite: statements' memory is not bounded", "err", err)
+	} else {
+		raiseHeapLimit(maxTotal)
+	}
 	db, err := sql.Open("sqlite", sqliteDSN)
 	if err != nil {
 		return nil, fmt.Errorf("sqldb: sqlite: open: %w", err)
@@ -228,7 +239,13 @@ func (f *sqliteFork) authorize(action sqlite.AuthorizerActionCode, arg1, arg2, d
 	if f.readOnly {
 		return deny("the oracle is read-only")
 	}
-	if dbName != "" && dbName != "main" && dbName != "temp" {
+	if dbName == "temp" {
+		// Written temp.X, a temporary object is created without the TEMP
+		// keyword's action codes: it would shadow the database's own tables
+		// too, and the temp store is no part of the fork's page budget.
+		return deny("temporary tables, views, triggers and indexes are not allowed (they would shadow the database's own tables)")
+	}
+	if dbName != "" && dbName != "main" {
 		return deny(fmt.Sprintf("database %q is not allowed", dbName))
 	}
 	// Writes and schema changes of this fork's own private copy.
@@ -279,6 +296,16 @@ func (f *sqliteFork) run(ctx context.Context, src string, lim limits) (*Result, 
 	lim.timeout = budget(ctx, lim.timeout)
 	cctx, cancel := callCtx(ctx, lim.timeout)
 	defer cancel()
+	// Sorts, DISTINCT and subqueries work in memory (the temp store is
+	// memory): their growth is bounded per statement, beside the fork's
+	// page budget that bounds what it keeps.
+	mctx, mcancel := context.WithCancelCause(cctx)
+	defer mcancel(nil)
+	// The statement's own text is held several times while it runs (its
+	// copy, the parsed literals, column names): that much more is its due.
+	stop := watchHeap(f.t.maxMem+8*int64(len(src)), mcancel)
+	defer stop()
+	cctx = mctx
 	f.denied = ""
 	var res *Result
 	var changesErr error
@@ -306,6 +333,9 @@ func (f *sqliteFork) run(ctx context.Context, src string, lim limits) (*Result, 
 		if errors.Is(ctx.Err(), context.Canceled) {
 			return nil, ctx.Err()
 		}
+		if errors.Is(context.Cause(cctx), errStatementMemory) {
+			return nil, memoryError(f.t.maxMem, "for one statement's working memory (sorts, DISTINCT, subqueries)", err)
+		}
 		if timedOut(cctx) || deadlineHit(ctx) {
 			return nil, timeoutError(lim.timeout, err)
 		}
@@ -315,6 +345,9 @@ func (f *sqliteFork) run(ctx context.Context, src string, lim limits) (*Result, 
 		var se *sqlite.Error
 		if errors.As(err, &se) && se.Code()&0xff == sqliteFull {
 			return nil, memoryError(f.t.maxMem, "for the database's growth", err)
+		}
+		if errors.As(err, &se) && se.Code()&0xff == sqliteNoMem {
+			return nil, memoryError(heapLimit(), "for every sandbox of this process together", err)
 		}
 		if errors.As(err, &se) {
 			return nil, &QueryError{Kind: KindSQL, Msg: "SQL error: " + sqliteMessage(se), Err: err}
