@@ -18,15 +18,21 @@
 //     reward so far at any time.
 //   - POST /mcp: JSON-RPC tools/list and tools/call (in a fork made for the
 //     request, or in a session's fork given by params.session_id), and
-//     OpenEnv's openenv/session/create and openenv/session/close.
+//     OpenEnv's openenv/session/create and openenv/session/close. The body
+//     must be application/json.
 //   - GET /health, /schema, /metadata, and /stats (mcprl's counters).
 //
 // Errors carry OpenEnv's codes (INVALID_JSON, UNKNOWN_TYPE,
 // VALIDATION_ERROR, EXECUTION_ERROR, CAPACITY_REACHED, SESSION_ERROR); a bad
 // message gets an error and the session stays usable.
 //
-// Limits: a cap on concurrent sessions, an idle timeout after which a
-// session's fork is freed and its connection closed (a half-open socket
-// never keeps a slot), a timeout per tool call, a maximum message size.
-// Server.Close ends every session and frees every fork.
+// Limits: a cap on concurrent sessions (half of them at most made over
+// /mcp), an idle timeout after which a session's fork is freed and its
+// connection closed (a half-open socket never keeps a slot), a timeout per
+// tool call, a maximum message size (a WebSocket frame declaring far more
+// ends its connection at once), a cap on the calls a finish replays and on
+// a task's inline assertions, and a timeout on a finish, cancelled when its
+// client disconnects. Cross-site requests and, on loopback, foreign Host
+// headers are refused. Server.Close ends every session and frees every
+// fork.
 package envserver

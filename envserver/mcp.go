@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 )
 
@@ -70,8 +71,16 @@ type rpcParams struct {
 	Fixture   string          `json:"fixture"`
 }
 
-// serveMCP answers POST /mcp.
+// serveMCP answers POST /mcp. The body must be declared JSON: a form or
+// text/plain body is what a cross-site page can send without a preflight,
+// and gets 415 Unsupported Media Type.
 func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		w.Header().Set("Accept", "application/json")
+		writeJSON(w, http.StatusUnsupportedMediaType, rpcFail(nil, codeInvalidRequest,
+			fmt.Sprintf("Invalid request: Content-Type must be application/json, got %q", r.Header.Get("Content-Type"))))
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxMessageBytes))
 	var resp rpcResponse
 	var req rpcRequest
@@ -107,10 +116,13 @@ func (s *Server) rpc(ws *session, req *rpcRequest) rpcResponse {
 		if ws != nil {
 			return rpcResponse{ID: id, Result: map[string]string{"session_id": ws.id}}
 		}
-		sess, err := s.open(nil)
+		sess, err := s.openHTTP()
 		if err != nil {
 			e := rpcFail(id, codeServerError, err.Error())
-			if errors.Is(err, errCapacity) {
+			if errors.Is(err, errHTTPCapacity) {
+				n := max(1, s.opts.MaxSessions/2)
+				e.Error.Data = map[string]int{"active_sessions": n, "max_sessions": n}
+			} else if errors.Is(err, errCapacity) {
 				e.Error.Data = map[string]int{"active_sessions": s.opts.MaxSessions, "max_sessions": s.opts.MaxSessions}
 			}
 			return e

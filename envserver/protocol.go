@@ -149,6 +149,10 @@ type FinishObservation struct {
 	// Breakdown explains the configured reward (reward.Breakdown).
 	Breakdown json.RawMessage `json:"breakdown"`
 	ToolCalls int             `json:"tool_calls"`
+	// Truncated is set when a replay stopped at the server's limit on
+	// calls (--max-replay-calls): the calls after it were not run, and the
+	// episode was scored as a truncated trajectory.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // State is the session's state: OpenEnv's State fields (episode_id,
@@ -208,7 +212,7 @@ var schemas = json.RawMessage(`{
   "result": {"type": ["object", "null"], "properties": {"data": {"type": "string"}, "isError": {"type": "boolean"}, "content": {"type": "array"}, "structuredContent": {}}},
   "error": {"type": ["object", "null"], "properties": {"error_type": {"type": "string"}, "message": {"type": "string"}}},
   "rewards": {"type": "object", "additionalProperties": {"type": "number"}},
-  "breakdown": {"type": "object"}, "tool_calls": {"type": "integer"},
+  "breakdown": {"type": "object"}, "tool_calls": {"type": "integer"}, "truncated": {"type": "boolean"},
   "done": {"type": "boolean"}, "reward": {"type": ["number", "null"]}}},
 "state": {"title": "State", "type": "object", "properties": {
   "episode_id": {"type": ["string", "null"]}, "step_count": {"type": "integer", "minimum": 0},

@@ -17,6 +17,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/mcprl/mcprl/internal/httpguard"
 	"github.com/mcprl/mcprl/reward"
 	"github.com/mcprl/mcprl/sandbox"
 	"github.com/mcprl/mcprl/task"
@@ -28,6 +29,9 @@ const (
 	DefaultIdleTimeout     = 5 * time.Minute
 	DefaultMaxMessageBytes = 1 << 20
 	DefaultRewards         = "assertions"
+	DefaultMaxReplayCalls  = 64
+	DefaultMaxAssertions   = 64
+	DefaultFinishTimeout   = 2 * time.Minute
 )
 
 // Options configures a Server.
@@ -45,7 +49,9 @@ type Options struct {
 	// "format:0.3,tool_selection:0.3,execution:0.4"); DefaultRewards when empty.
 	Rewards string
 	// MaxSessions caps concurrent sessions (WebSocket connections and
-	// sessions made over /mcp); DefaultMaxSessions when zero.
+	// sessions made over /mcp); DefaultMaxSessions when zero. Sessions made
+	// over /mcp (openenv/session/create, held by no connection) may take
+	// half of them at most, so that they never lock WebSocket clients out.
 	MaxSessions int
 	// IdleTimeout frees a session (its fork, its connection) after this long
 	// without a message; DefaultIdleTimeout when zero.
@@ -55,6 +61,18 @@ type Options struct {
 	// MaxMessageBytes is the largest message accepted; DefaultMaxMessageBytes
 	// when zero. A larger one gets a VALIDATION_ERROR.
 	MaxMessageBytes int64
+	// MaxReplayCalls caps the tool calls a finish with "replay": true runs,
+	// as max_tool_calling_iterations caps a rollout's rounds
+	// (DefaultMaxReplayCalls when zero): the calls after it are not run and
+	// the episode is scored as truncated.
+	MaxReplayCalls int
+	// MaxAssertions caps the ground_truth_assertions of a task given inline
+	// at reset (DefaultMaxAssertions when zero).
+	MaxAssertions int
+	// FinishTimeout bounds a finish (its replayed calls and its scoring) and
+	// the scoring of a state (DefaultFinishTimeout when zero). A client that
+	// disconnects cancels them at once.
+	FinishTimeout time.Duration
 	// Logger receives the server's diagnostics (discarded when nil).
 	Logger *slog.Logger
 }
@@ -70,6 +88,8 @@ type Server struct {
 	mcpReward *reward.MCPReward
 	slots     chan struct{}
 	metadata  json.RawMessage
+	// httpSessions counts the sessions made over /mcp (openenv/session/create).
+	httpSessions atomic.Int64
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -120,6 +140,15 @@ func New(ctx context.Context, opts Options) (_ *Server, err error) {
 	if opts.MaxMessageBytes <= 0 {
 		opts.MaxMessageBytes = DefaultMaxMessageBytes
 	}
+	if opts.MaxReplayCalls <= 0 {
+		opts.MaxReplayCalls = DefaultMaxReplayCalls
+	}
+	if opts.MaxAssertions <= 0 {
+		opts.MaxAssertions = DefaultMaxAssertions
+	}
+	if opts.FinishTimeout <= 0 {
+		opts.FinishTimeout = DefaultFinishTimeout
+	}
 	if strings.TrimSpace(opts.Rewards) == "" {
 		opts.Rewards = DefaultRewards
 	}
@@ -166,7 +195,10 @@ func New(ctx context.Context, opts Options) (_ *Server, err error) {
 	return s, nil
 }
 
-// Handler returns the HTTP handler of every endpoint.
+// Handler returns the HTTP handler of every endpoint. A cross-site request
+// (a foreign Origin on a POST) and, on loopback, a request for another
+// Host (DNS rebinding) are refused with 403 (httpguard.SameOrigin); the
+// WebSocket upgrade checks its Origin too.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /ws", s.serveWS)
@@ -183,7 +215,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, s.Stats())
 	})
-	return mux
+	return httpguard.SameOrigin(mux)
 }
 
 // Stats returns the server's counters now.
@@ -229,7 +261,27 @@ func (s *Server) Close() error {
 	return s.sandboxes.Close()
 }
 
-var errCapacity = errors.New("session capacity reached")
+var (
+	errCapacity     = errors.New("session capacity reached")
+	errHTTPCapacity = fmt.Errorf("%w for sessions made over /mcp (half the server's sessions; a WebSocket connection may still get one)", errCapacity)
+)
+
+// openHTTP opens a session over /mcp (openenv/session/create): at most
+// half the slots (one at least) hold such sessions.
+func (s *Server) openHTTP() (*session, error) {
+	if s.httpSessions.Add(1) > int64(max(1, s.opts.MaxSessions/2)) {
+		s.httpSessions.Add(-1)
+		s.stats.rejected.Add(1)
+		return nil, errHTTPCapacity
+	}
+	sess, err := s.open(nil)
+	if err != nil {
+		s.httpSessions.Add(-1)
+		return nil, err
+	}
+	sess.created = true
+	return sess, nil
+}
 
 // open reserves a session slot; it fails at the cap or after Close.
 // c is the session's WebSocket connection (nil for sessions made over /mcp).
@@ -268,6 +320,9 @@ func (s *Server) release(sess *session) {
 	s.mu.Lock()
 	delete(s.sessions, sess.id)
 	s.mu.Unlock()
+	if sess.created {
+		s.httpSessions.Add(-1)
+	}
 	<-s.slots
 	s.wg.Done()
 }

@@ -31,15 +31,18 @@ const (
 // session is one client's episode: at most one sandbox fork at a time.
 // Its messages are handled one at a time (mu).
 type session struct {
-	id     string
-	srv    *Server
-	ws     bool // a WebSocket connection (else made over POST /mcp)
-	ctx    context.Context
-	cancel context.CancelFunc
-	last   atomic.Int64 // unix nanoseconds of the last message
-	busy   atomic.Int32 // messages being handled
-	why    atomic.Int32 // endReason once ended
-	once   sync.Once
+	id  string
+	srv *Server
+	ws  bool // a WebSocket connection (else made over POST /mcp)
+	// created is set on a session made by openenv/session/create (counted
+	// in Server.httpSessions).
+	created bool
+	ctx     context.Context
+	cancel  context.CancelFunc
+	last    atomic.Int64 // unix nanoseconds of the last message
+	busy    atomic.Int32 // messages being handled
+	why     atomic.Int32 // endReason once ended
+	once    sync.Once
 	// hangUp closes a WebSocket session's connection with a status; its
 	// read loop then ends and releases the session.
 	hangUp func(websocket.StatusCode, string) error
@@ -56,6 +59,7 @@ type session struct {
 	calls     []chat.CallResult
 	steps     int
 	done      bool
+	truncated bool // a replay stopped at MaxReplayCalls
 	trajErr   string
 	score     *episodeScore
 }
@@ -138,7 +142,7 @@ func (sess *session) start(t *task.Task, fx, episodeID string) *protoError {
 		episodeID = newID()
 	}
 	sess.sb, sess.task, sess.fixture, sess.episodeID = sb, t, fx, episodeID
-	sess.calls, sess.steps, sess.done, sess.trajErr, sess.score = nil, 0, false, "", nil
+	sess.calls, sess.steps, sess.done, sess.truncated, sess.trajErr, sess.score = nil, 0, false, false, "", nil
 	return nil
 }
 
@@ -152,6 +156,7 @@ type resetData struct {
 	Task                  *string   `json:"task"`
 	SystemPrompt          *string   `json:"system_prompt"`
 	GroundTruthAssertions *[]string `json:"ground_truth_assertions"`
+	StateAssertions       *[]string `json:"state_assertions"`
 	Fixture               *string   `json:"fixture"`
 	EpisodeID             *string   `json:"episode_id"`
 	Seed                  *int64    `json:"seed"`
@@ -181,7 +186,13 @@ func (sess *session) reset(data json.RawMessage) (StepResult, *protoError) {
 			t.SystemPrompt = *d.SystemPrompt
 		}
 		if d.GroundTruthAssertions != nil {
+			if n, most := len(*d.GroundTruthAssertions), sess.srv.opts.MaxAssertions; n > most {
+				return StepResult{}, validation("ground_truth_assertions", fmt.Sprintf("%d assertions, more than the server's limit of %d", n, most))
+			}
 			t.GroundTruthAssertions = *d.GroundTruthAssertions
+		}
+		if d.StateAssertions != nil {
+			t.StateAssertions = *d.StateAssertions
 		}
 		if d.Fixture != nil {
 			t.Fixture = *d.Fixture
@@ -288,20 +299,25 @@ func (sess *session) step(data json.RawMessage) (StepResult, *protoError) {
 		if perr != nil {
 			return StepResult{}, perr
 		}
+		// The replayed calls and the scoring have FinishTimeout in all; a
+		// client that disconnects cancels them (sess.ctx).
+		ctx, cancel := context.WithTimeout(sess.ctx, sess.srv.opts.FinishTimeout)
+		defer cancel()
 		if a.Replay {
-			if err := sess.replay(text); err != nil {
-				return StepResult{}, execution("replaying the completion's calls: %v", err)
+			if err := sess.replay(ctx, text); err != nil {
+				return StepResult{}, execution("replaying the completion's calls: %v", sess.timeout(ctx, err))
 			}
 		}
-		sc, err := sess.scoreEpisode(text, answer)
+		sc, err := sess.scoreEpisode(ctx, text, answer)
 		if err != nil {
-			return StepResult{}, execution("scoring episode %s: %v", sess.episodeID, err)
+			return StepResult{}, execution("scoring episode %s: %v", sess.episodeID, sess.timeout(ctx, err))
 		}
 		sess.done, sess.score = true, sc
 		sess.steps++
 		sess.srv.stats.episodesScored.Add(1)
 		total := sc.total
-		return StepResult{Observation: FinishObservation{Rewards: sc.rewards, Breakdown: sc.breakdown, ToolCalls: len(sess.calls)}, Reward: &total, Done: true}, nil
+		return StepResult{Observation: FinishObservation{Rewards: sc.rewards, Breakdown: sc.breakdown, ToolCalls: len(sess.calls),
+			Truncated: sess.truncated}, Reward: &total, Done: true}, nil
 	case "":
 		return StepResult{}, validation("type", "field required: call_tool, list_tools or finish")
 	default:
@@ -346,10 +362,30 @@ func (sess *session) call(name string, args json.RawMessage) CallToolObservation
 	return obs
 }
 
+// timeout names the server's limit when ctx's deadline ended err's work.
+func (sess *session) timeout(ctx context.Context, err error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%w: the finish took longer than the server's limit of %v (--finish-timeout)", err, sess.srv.opts.FinishTimeout)
+	}
+	return err
+}
+
 // replay runs text's tool calls in the fork and records them; malformed
-// calls are recorded with their parse error, as a rollout would.
-func (sess *session) replay(text string) error {
-	traj, err := reward.Replay(sess.ctx, sess.sb, text)
+// calls are recorded with their parse error, as a rollout would. At most
+// MaxReplayCalls well-formed calls run: the text after the last of them is
+// not replayed, and the episode is marked truncated.
+func (sess *session) replay(ctx context.Context, text string) error {
+	wellFormed := 0
+	for _, p := range toolcall.Parse(text) {
+		if p.Err != nil {
+			continue
+		}
+		if wellFormed++; wellFormed > sess.srv.opts.MaxReplayCalls {
+			text, sess.truncated = text[:p.Start], true
+			break
+		}
+	}
+	traj, err := reward.Replay(ctx, sess.sb, text)
 	if err != nil {
 		return err
 	}
@@ -370,7 +406,7 @@ func (sess *session) replay(text string) error {
 // scoreEpisode scores the episode: the calls it ran, with text as the
 // agent's completion (the calls rendered as Qwen2.5 writes them when the
 // client sent none).
-func (sess *session) scoreEpisode(text, answer string) (*episodeScore, error) {
+func (sess *session) scoreEpisode(ctx context.Context, text, answer string) (*episodeScore, error) {
 	if text == "" {
 		parts := make([]string, len(sess.calls))
 		for i, c := range sess.calls {
@@ -379,12 +415,12 @@ func (sess *session) scoreEpisode(text, answer string) (*episodeScore, error) {
 		text = strings.Join(parts, "\n")
 	}
 	traj := &chat.Trajectory{
-		Turns:  []chat.Turn{{Text: text, Calls: sess.calls}},
-		Answer: answer,
-		Error:  sess.trajErr,
+		Turns:     []chat.Turn{{Text: text, Calls: sess.calls}},
+		Answer:    answer,
+		Error:     sess.trajErr,
+		Truncated: sess.truncated,
 	}
 	in := &reward.Input{Task: sess.task, Trajectory: traj, Sandbox: sess.sb}
-	ctx := context.WithoutCancel(sess.ctx)
 	sc, err := sess.srv.reward.Score(ctx, in)
 	if err != nil {
 		return nil, err
@@ -419,9 +455,11 @@ func (sess *session) state() (State, *protoError) {
 	st.TaskID = sess.task.ID
 	sc := sess.score
 	if sc == nil {
+		ctx, cancel := context.WithTimeout(sess.ctx, sess.srv.opts.FinishTimeout)
+		defer cancel()
 		var err error
-		if sc, err = sess.scoreEpisode("", ""); err != nil {
-			return State{}, execution("scoring episode %s: %v", sess.episodeID, err)
+		if sc, err = sess.scoreEpisode(ctx, "", ""); err != nil {
+			return State{}, execution("scoring episode %s: %v", sess.episodeID, sess.timeout(ctx, err))
 		}
 	}
 	total := sc.total

@@ -28,7 +28,9 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	s.conns.Add(1)
 	defer s.conns.Done()
 	var alive atomic.Pointer[session]
-	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+	// A frame declaring more than the most read refuses (17 times the
+	// message cap) ends the connection when its header arrives.
+	c, err := websocket.Accept(frameGuard{ResponseWriter: w, limit: 17 * s.opts.MaxMessageBytes}, r, &websocket.AcceptOptions{
 		// A client's keepalive pings count as activity.
 		OnPingReceived: func(context.Context, []byte) bool {
 			if sess := alive.Load(); sess != nil {
@@ -57,12 +59,35 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	}
 	alive.Store(sess)
 	defer sess.release()
+	// The connection is read while a message is handled, so that a client
+	// that disconnects cancels its session's work (a tool call, a finish's
+	// replay and scoring) at once; messages are still handled one at a
+	// time, in order.
+	msgs := make(chan inbound)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			// Not sess.ctx: ending a session closes the connection with a
+			// status (hangUp), which ends this read.
+			raw, perr, err := s.read(context.Background(), c)
+			if err != nil {
+				sess.cancel() // the client is gone: stop what runs for it
+			}
+			select {
+			case msgs <- inbound{raw, perr, err}:
+			case <-stop:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
 	for {
-		// Not sess.ctx: ending a session closes the connection with a
-		// status (hangUp), which ends this read.
-		raw, perr, err := s.read(context.Background(), c)
-		if err != nil {
-			s.opts.Logger.Info("envserver: connection ended", "session", sess.id, "err", err)
+		in := <-msgs
+		if in.err != nil {
+			s.opts.Logger.Info("envserver: connection ended", "session", sess.id, "err", in.err)
 			if !sess.ended() {
 				c.CloseNow()
 			}
@@ -70,9 +95,9 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		}
 		done := sess.begin()
 		var resp response
-		if perr == nil {
+		if in.perr == nil {
 			var closing bool
-			resp, closing = s.handle(sess, raw)
+			resp, closing = s.handle(sess, in.raw)
 			if closing {
 				done()
 				sess.release() // before the close handshake, which waits on the peer
@@ -80,7 +105,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		} else {
-			resp = errorResponse(perr)
+			resp = errorResponse(in.perr)
 		}
 		// Not sess.ctx either: ending the session cancels it, and a write
 		// whose context ends cuts the connection before the close frame.
@@ -91,6 +116,14 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// inbound is one read of the connection: a message, a message refused
+// (perr), or the connection's end (err).
+type inbound struct {
+	raw  []byte
+	perr *protoError
+	err  error
 }
 
 // read reads one message of at most MaxMessageBytes. A larger message is

@@ -31,6 +31,7 @@ func newEnvServeCmd() *cobra.Command {
 		fixtures, tasksPath, dsn, rewards, listen, tokenEnv string
 		opts                                                envserver.Options
 		verbose                                             bool
+		maxConns                                            int
 	)
 	cmd := &cobra.Command{
 		Use:   "serve --fixtures DIR --tasks FILE [--dsn DSN] [--rewards NAMES] [--listen ADDR]",
@@ -44,7 +45,7 @@ run their tool calls in mcprl's sandboxes:
                   step {"type": "call_tool", "tool_name", "arguments"} -> the tool's result as rollouts see it;
                   step {"type": "finish", "completion"} -> done, with the reward; state -> the reward so far
   POST /mcp       JSON-RPC tools/list, tools/call (a fork per call, or a session's), openenv/session/create|close
-  GET /health, /schema, /metadata, /stats
+  GET /health (without the token, for liveness probes), /schema, /metadata, /stats
 
 Every episode runs in its own copy-on-write fork of its task's fixture (SQLite, or PostgreSQL with --dsn),
 with the same confinement as training. Sessions idle for --idle-timeout are freed; SIGTERM or Ctrl-C closes
@@ -84,9 +85,16 @@ Example:
 				srv.Close()
 				return err
 			}
+			if maxConns <= 0 {
+				maxConns = envserver.DefaultMaxSessions + 256
+				if opts.MaxSessions > 0 {
+					maxConns = opts.MaxSessions + 256
+				}
+			}
+			l = httpguard.LimitListener(l, maxConns)
 			fmt.Fprintf(cmd.ErrOrStderr(), "mcprl: environment server at http://%s/ (fixtures %s, %d tasks, rewards %s)\n",
 				l.Addr(), fixtures, len(opts.Tasks), rewards)
-			err = httpguard.Serve(ctx, l, httpguard.Bearer(token, srv.Handler()), 10*time.Second, opts.Logger)
+			err = httpguard.Serve(ctx, l, httpguard.Bearer(token, srv.Handler(), "/health"), 10*time.Second, opts.Logger)
 			st := srv.Stats()
 			cerr := srv.Close()
 			fmt.Fprintf(cmd.ErrOrStderr(), "mcprl: environment server stopped: %d sessions and %d forks closed, %d tool calls served\n",
@@ -108,6 +116,10 @@ Example:
 	f.DurationVar(&opts.IdleTimeout, "idle-timeout", envserver.DefaultIdleTimeout, "free a session (its fork and connection) after this long without a message")
 	f.DurationVar(&opts.CallTimeout, "call-timeout", sandbox.DefaultCallTimeout, "longest time one tool call may take")
 	f.Int64Var(&opts.MaxMessageBytes, "max-message-bytes", envserver.DefaultMaxMessageBytes, "largest message accepted")
+	f.IntVar(&opts.MaxReplayCalls, "max-replay-calls", envserver.DefaultMaxReplayCalls, "most tool calls a finish with replay runs; the rest are not run and the episode is scored as truncated")
+	f.IntVar(&opts.MaxAssertions, "max-assertions", envserver.DefaultMaxAssertions, "most ground_truth_assertions a task given inline at reset may have")
+	f.DurationVar(&opts.FinishTimeout, "finish-timeout", envserver.DefaultFinishTimeout, "longest time a finish (its replayed calls and scoring) may take")
+	f.IntVar(&maxConns, "max-connections", 0, "most HTTP connections open at once, WebSockets included (0: --max-sessions + 256); more wait to be accepted")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log sessions freed and other diagnostics to stderr")
 	_ = cmd.MarkFlagRequired("fixtures")
 	return cmd

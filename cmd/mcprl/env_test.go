@@ -103,19 +103,25 @@ func TestEnvServeListensOnLoopback(t *testing.T) {
 	}
 }
 
-// TestEnvServeToken: with --token-env every endpoint, the WebSocket one
-// included, answers 401 without the token and serves with it.
+// TestEnvServeToken: with --token-env every endpoint but /health, the
+// WebSocket one included, answers 401 without the token and serves with
+// it (the scheme in any case); /health answers liveness probes without it.
 func TestEnvServeToken(t *testing.T) {
 	bin := buildMcprl(t)
 	t.Setenv("MCPRL_ENV_TEST_TOKEN", "s3cret")
 	_, base, _ := startEnvServe(t, bin, "--token-env", "MCPRL_ENV_TEST_TOKEN")
+	if resp, err := http.Get(base + "/health"); err != nil {
+		t.Fatal(err)
+	} else if resp.Body.Close(); resp.StatusCode != http.StatusOK {
+		t.Errorf("/health without a token: %d, want 200", resp.StatusCode)
+	}
 	get := func(token string) int {
-		req, err := http.NewRequest("GET", base+"/health", nil)
+		req, err := http.NewRequest("GET", base+"/stats", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
+			req.Header.Set("Authorization", token)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -125,13 +131,15 @@ func TestEnvServeToken(t *testing.T) {
 		return resp.StatusCode
 	}
 	if got := get(""); got != http.StatusUnauthorized {
-		t.Errorf("/health without a token: %d, want 401", got)
+		t.Errorf("/stats without a token: %d, want 401", got)
 	}
-	if got := get("wrong"); got != http.StatusUnauthorized {
-		t.Errorf("/health with a wrong token: %d, want 401", got)
+	if got := get("Bearer wrong"); got != http.StatusUnauthorized {
+		t.Errorf("/stats with a wrong token: %d, want 401", got)
 	}
-	if got := get("s3cret"); got != http.StatusOK {
-		t.Errorf("/health with the token: %d, want 200", got)
+	for _, auth := range []string{"Bearer s3cret", "bearer s3cret"} {
+		if got := get(auth); got != http.StatusOK {
+			t.Errorf("/stats with %q: %d, want 200", auth, got)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
