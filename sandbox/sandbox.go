@@ -232,6 +232,29 @@ func (f *Factory) Fork(ctx context.Context) (*Sandbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: forking database: %w", err)
 	}
+	return f.connect(ctx, db)
+}
+
+// Fork returns a new sandbox in this one's state as it is now: a fork of
+// its database fork (sqldb.DB.Fork) behind a server of its own, so a
+// trajectory can branch at a turn. The two are isolated both ways. The
+// workspace is read-only to the tools and shared; external servers are the
+// factory's, shared as by every fork.
+func (s *Sandbox) Fork(ctx context.Context) (*Sandbox, error) {
+	if s.closed.Load() {
+		return nil, errors.New("sandbox: fork of a closed sandbox")
+	}
+	db, err := s.db.Fork(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: forking database: %w", err)
+	}
+	return s.f.connect(ctx, db)
+}
+
+// connect puts db behind a new MCP server, connected through an in-memory
+// client session; db is closed on failure.
+func (f *Factory) connect(ctx context.Context, db *sqldb.DB) (*Sandbox, error) {
+	var err error
 	s := &Sandbox{f: f, db: db, builtins: f.builtinHandlers(oneDB(db))}
 	srv := f.newServer(oneDB(db), 0, nil)
 	st, ct := newMemTransports()

@@ -343,6 +343,42 @@ func TestForkIsolation(t *testing.T) {
 	})
 }
 
+// A sandbox forked mid-trajectory holds the state its parent had then, over
+// MCP, and neither sees the other's later calls.
+func TestSandboxForkOfFork(t *testing.T) {
+	backends(t, func(t *testing.T, dsn string) {
+		f := newFactory(t, loadCustomers(t), Options{DSN: dsn})
+		parent := fork(t, f)
+		call(t, parent, task.ToolQueryDatabase, `{"sql": "DELETE FROM orders WHERE customer_id = 1"}`)
+		call(t, parent, task.ToolQueryDatabase, `{"sql": "DELETE FROM customers WHERE id = 1"}`)
+		child, err := parent.Fork(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer child.Close()
+		if c := count(t, child, "SELECT COUNT(*) FROM customers"); c != 35 {
+			t.Errorf("the branch sees %d customers, want its parent's 35", c)
+		}
+		call(t, child, task.ToolQueryDatabase, `{"sql": "DELETE FROM customers WHERE id = 2 AND id NOT IN (SELECT customer_id FROM orders)"}`)
+		call(t, parent, task.ToolQueryDatabase, `{"sql": "UPDATE customers SET country = 'ZZ'"}`)
+		if c := count(t, parent, "SELECT COUNT(*) FROM customers WHERE country = 'ZZ'"); c != 35 {
+			t.Errorf("the parent: %d customers in ZZ, want 35", c)
+		}
+		if c := count(t, child, "SELECT COUNT(*) FROM customers WHERE country = 'ZZ'"); c != 0 {
+			t.Errorf("the branch sees the parent's later UPDATE: %d", c)
+		}
+		if got := call(t, child, task.ToolRunLinter, `{"path": "inactive_customers.sql"}`); got.IsError {
+			t.Errorf("run_linter in the branch: %s", ResultText(got))
+		}
+		if err := child.Close(); err != nil {
+			t.Error(err)
+		}
+		if _, err := child.Fork(context.Background()); err == nil {
+			t.Error("a closed sandbox forked")
+		}
+	})
+}
+
 // isolated deletes customer i in its own sandbox and checks that it sees
 // exactly its own deletion, over several steps.
 func isolated(f *Factory, i int) error {

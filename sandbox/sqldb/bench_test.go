@@ -3,6 +3,7 @@ package sqldb
 import (
 	"context"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -133,5 +134,41 @@ func BenchmarkCycle(b *testing.B) {
 		cycle := b.Elapsed() / time.Duration(b.N)
 		b.ReportMetric(float64(rebuild.Nanoseconds()), "rebuild-ns")
 		b.ReportMetric(float64(rebuild)/float64(cycle), "x-vs-rebuild")
+	})
+}
+
+// BenchmarkForkOfFork measures DB.Fork of a fork after a few writes (the
+// state a trajectory leaves at a setback): SQLite serializes the fork,
+// PostgreSQL replays its writes in a fresh slot. Goals: under 1 ms and
+// 20 ms.
+func BenchmarkForkOfFork(b *testing.B) {
+	benchBackend(b, func(b *testing.B, dsn string) {
+		tpl := newTemplate(b, dsn, Options{})
+		ctx := context.Background()
+		parent := fork(b, tpl)
+		for _, sql := range []string{
+			"UPDATE customers SET status = 'inactive' WHERE LOWER(TRIM(status)) = 'inactive'",
+			"DELETE FROM orders WHERE total > 100",
+			"INSERT INTO orders (id, customer_id, total, placed_at) VALUES (900, 1, 5, '2025-01-01')",
+		} {
+			query(b, parent, sql)
+		}
+		var lat []time.Duration
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			start := time.Now()
+			child, err := parent.Fork(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			lat = append(lat, time.Since(start))
+			b.StopTimer()
+			child.Close()
+			b.StartTimer()
+		}
+		b.StopTimer()
+		slices.Sort(lat)
+		b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-us")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-us")
 	})
 }

@@ -757,6 +757,28 @@ ORDER BY c.relname, a.attnum`
 	return out, nil
 }
 
+// snapshot forks the fork's current state. Its changes are an open
+// transaction no other connection can read, so the new fork starts from a
+// fresh slot of the fixture and runs the statements that changed the
+// parent again, in order, as the policy role: exact for the policy's SQL
+// unless it depends on the clock or randomness.
+func (f *pgFork) snapshot(ctx context.Context, writes []string, lim limits) (forkConn, error) {
+	if f.broken != nil {
+		return nil, fmt.Errorf("sqldb: postgres: fork unusable: %w", f.broken)
+	}
+	child, err := f.t.fork(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i, sql := range writes {
+		if _, err := child.query(ctx, sql, lim); err != nil {
+			child.close()
+			return nil, fmt.Errorf("sqldb: postgres: replaying the parent's statement %d (%.80s) in the new fork: %w", i+1, sql, err)
+		}
+	}
+	return child, nil
+}
+
 func (f *pgFork) lost() error { return f.broken }
 
 func (f *pgFork) close() error {

@@ -146,6 +146,10 @@ type forkConn interface {
 	// variant runs the oracle and the queries on variant i of the data,
 	// then restores it (DB.Variants).
 	variant(ctx context.Context, i int, tables []Table, oracle string, queries []string, lim limits) ([]*Result, error)
+	// snapshot makes a new fork holding this fork's current state; writes
+	// are the statements that changed it, in order (PostgreSQL replays
+	// them).
+	snapshot(ctx context.Context, writes []string, lim limits) (forkConn, error)
 	// lost is non-nil once the fork's state is gone (its connection died):
 	// it can serve no more calls and must be replaced.
 	lost() error
@@ -211,7 +215,12 @@ func (t *Template) Fork(ctx context.Context) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqldb: fork: %w", err)
 	}
-	db := &DB{t: t, fc: fc, lim: t.limits()}
+	return t.adopt(fc, nil)
+}
+
+// adopt registers a new fork's state as a DB of the template.
+func (t *Template) adopt(fc forkConn, writes []string) (*DB, error) {
+	db := &DB{t: t, fc: fc, lim: t.limits(), writes: writes}
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
@@ -268,9 +277,9 @@ type DB struct {
 	mu       sync.Mutex
 	fc       forkConn
 	closed   bool
-	lostWhy  error // the first loss of the fork's state, if any
-	replaced int   // how many times fc was replaced
-	writes   int   // the policy's statements that changed the data or the schema
+	lostWhy  error    // the first loss of the fork's state, if any
+	replaced int      // how many times fc was replaced
+	writes   []string // the policy's statements that changed the data or the schema, in order
 }
 
 // Dialect is the SQL dialect of the database (SQLite or PostgreSQL).
@@ -299,9 +308,34 @@ func (d *DB) Query(ctx context.Context, sql string) (*Result, error) {
 		return nil, d.replace(ctx, why, err)
 	}
 	if err == nil && (res.RowsAffected > 0 || changesSchema(sql, d.Dialect())) {
-		d.writes++
+		d.writes = append(d.writes, sql)
 	}
 	return res, err
+}
+
+// Fork returns a new fork holding this fork's state as it is now (a fork
+// of a fork: a trajectory branched at a turn). The two are isolated both
+// ways: neither sees the other's later changes. The new fork's Writes
+// start from this one's. SQLite copies the database (its serialized image);
+// PostgreSQL starts a fresh copy of the fixture and runs this fork's
+// writing statements again.
+func (d *DB) Fork(ctx context.Context) (*DB, error) {
+	d.mu.Lock()
+	if err := d.ready(ctx); err != nil {
+		d.mu.Unlock()
+		return nil, err
+	}
+	if d.lostWhy != nil {
+		d.mu.Unlock()
+		return nil, fmt.Errorf("sqldb: fork of a fork: the parent's state was lost (%v)", d.lostWhy)
+	}
+	writes := append([]string(nil), d.writes...)
+	fc, err := d.fc.snapshot(ctx, writes, d.lim)
+	d.mu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("sqldb: fork of a fork: %w", err)
+	}
+	return d.t.adopt(fc, writes)
 }
 
 // Writes counts the policy's statements that changed this fork's data
@@ -311,7 +345,7 @@ func (d *DB) Query(ctx context.Context, sql string) (*Result, error) {
 func (d *DB) Writes() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.writes
+	return len(d.writes)
 }
 
 // Template returns the template the fork was made from: its Oracle and
@@ -383,6 +417,9 @@ func (l lostFork) oracle(context.Context, string, limits) (*Result, error) {
 }
 func (l lostFork) tables(context.Context) ([]Table, error) { return nil, l.err() }
 func (l lostFork) variant(context.Context, int, []Table, string, []string, limits) ([]*Result, error) {
+	return nil, l.err()
+}
+func (l lostFork) snapshot(context.Context, []string, limits) (forkConn, error) {
 	return nil, l.err()
 }
 func (l lostFork) lost() error  { return l.why }

@@ -420,3 +420,65 @@ func TestTemplateOracleIsPristine(t *testing.T) {
 		}
 	})
 }
+
+// A fork of a fork starts from its parent's state as it is, and the two
+// are isolated both ways from then on.
+func TestForkOfFork(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		tpl := newTemplate(t, dsn, Options{})
+		parent := fork(t, tpl)
+		query(t, parent, "UPDATE customers SET status = 'inactive' WHERE LOWER(TRIM(status)) = 'inactive'")
+		query(t, parent, "DELETE FROM orders WHERE total > 100")
+		query(t, parent, "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
+		query(t, parent, "INSERT INTO notes (id, body) VALUES (1, 'parent')")
+		want := map[string]any{
+			"SELECT COUNT(*) FROM customers WHERE status = 'inactive'": scalar(t, parent, "SELECT COUNT(*) FROM customers WHERE status = 'inactive'"),
+			"SELECT COUNT(*) FROM orders":                              scalar(t, parent, "SELECT COUNT(*) FROM orders"),
+			"SELECT body FROM notes WHERE id = 1":                      "parent",
+		}
+		child, err := parent.Fork(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { child.Close() })
+		for q, w := range want {
+			if got := scalar(t, child, q); got != w {
+				t.Errorf("the child: %s = %v, want the parent's %v", q, got, w)
+			}
+		}
+		if child.Writes() != parent.Writes() {
+			t.Errorf("the child's Writes %d, want the parent's %d", child.Writes(), parent.Writes())
+		}
+		// Child to parent: the child's changes stay in the child.
+		query(t, child, "DELETE FROM customers WHERE id NOT IN (SELECT customer_id FROM orders)")
+		query(t, child, "UPDATE notes SET body = 'child'")
+		if got := scalar(t, parent, "SELECT body FROM notes WHERE id = 1"); got != "parent" {
+			t.Errorf("the parent sees the child's write: %v", got)
+		}
+		if got := scalar(t, parent, "SELECT COUNT(*) FROM customers"); got != int64(36) {
+			t.Errorf("the parent sees the child's DELETE: customers = %v", got)
+		}
+		// Parent to child: the parent's later changes stay in the parent.
+		query(t, parent, "INSERT INTO notes (id, body) VALUES (2, 'later')")
+		if got := scalar(t, child, "SELECT COUNT(*) FROM notes"); got != int64(1) {
+			t.Errorf("the child sees the parent's later INSERT: notes = %v", got)
+		}
+		// A fork of the child (a grandchild) holds the child's state.
+		grand, err := child.Fork(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { grand.Close() })
+		if got := scalar(t, grand, "SELECT body FROM notes WHERE id = 1"); got != "child" {
+			t.Errorf("the grandchild: body = %v, want child", got)
+		}
+		// The fixture is untouched.
+		res, err := tpl.Oracle(context.Background(), "SELECT COUNT(*) FROM orders")
+		if err != nil || res.Rows[0][0] != int64(40) {
+			t.Errorf("the fixture's orders: %v, %v", res, err)
+		}
+		if n := tpl.OpenForks(); n != 3 {
+			t.Errorf("OpenForks = %d, want 3", n)
+		}
+	})
+}

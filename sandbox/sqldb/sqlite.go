@@ -145,6 +145,27 @@ func (t *sqliteTemplate) discard(sc *sql.Conn) error {
 func (t *sqliteTemplate) dialect() sqllex.Dialect { return sqllex.SQLite }
 
 func (t *sqliteTemplate) fork(ctx context.Context) (forkConn, error) {
+	return t.forkImage(ctx, t.image)
+}
+
+// snapshot forks the fork's current state: its connection serialized (the
+// database as the trajectory left it, uncommitted nothing: SQLite forks
+// run in autocommit) into a new private connection.
+func (f *sqliteFork) snapshot(ctx context.Context, _ []string, _ limits) (forkConn, error) {
+	var img []byte
+	err := f.sc.Raw(func(any) error {
+		var err error
+		img, err = f.c.Serialize()
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqldb: sqlite: serialize fork: %w", err)
+	}
+	return f.t.forkImage(ctx, img)
+}
+
+// forkImage makes a fork holding the serialized database img.
+func (t *sqliteTemplate) forkImage(ctx context.Context, img []byte) (forkConn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -154,7 +175,7 @@ func (t *sqliteTemplate) fork(ctx context.Context) (forkConn, error) {
 	}
 	f := &sqliteFork{t: t, sc: sc, c: c}
 	err = sc.Raw(func(any) error {
-		if err := c.Deserialize(t.image); err != nil {
+		if err := c.Deserialize(img); err != nil {
 			return fmt.Errorf("deserialize: %w", err)
 		}
 		if _, err := c.ExecContext(ctx, fmt.Sprintf("PRAGMA max_page_count = %d", t.maxPages), nil); err != nil {
