@@ -123,6 +123,26 @@ func matrix(rows [][]float64) *tensors.Tensor {
 	return tensors.FromFlatDataAndDimensions(flatten(rows), len(rows), len(rows[0]))
 }
 
+// eps32 is float32's machine epsilon, 2^-23.
+const eps32 = 0x1p-23
+
+// float32Tol is the relative tolerance (for close64) of a float32 computation against a float64 reference, over
+// rows of n values whose inputs are at most m in magnitude: rounding each input to float32 moves it by eps32·m
+// (and an exponential of differences of them by as much, relative), each of the few ops per value rounds by
+// eps32, and a row's n values add up as a random walk. It scales with the inputs, not with a CPU's rounding.
+func float32Tol(m float64, n int) float64 { return 8 * eps32 * (1 + m) * math.Sqrt(float64(n)) }
+
+// maxAbs is the largest magnitude in rows.
+func maxAbs(rows ...[][]float64) float64 {
+	m := 0.0
+	for _, r := range rows {
+		for _, v := range flatten(r) {
+			m = math.Max(m, math.Abs(v))
+		}
+	}
+	return m
+}
+
 // close64 reports whether got is within tol of want, relative to max(1, |want|); NaN equals NaN.
 func close64(got, want, tol float64) bool {
 	if math.IsNaN(want) || math.IsNaN(got) {

@@ -74,10 +74,10 @@ func (d *logitDiffs) add(ours, torch32, torch64 float64) {
 	d.maxAbs = math.Max(d.maxAbs, math.Abs(torch64))
 }
 
-// bound is how far from float64 ours may be: twice the reference's own float32 distance from it, plus one
+// bound is how far from float64 ours may be: three times the reference's own float32 distance from it, plus one
 // float32 rounding of the largest value (so that a reference that happened to round exactly does not make the
 // bound 0).
-func (d *logitDiffs) bound() float64 { return 2 * (d.torchFrom64 + eps32*d.maxAbs) }
+func (d *logitDiffs) bound() float64 { return 3 * (d.torchFrom64 + eps32*d.maxAbs) }
 
 // check: ours must be no further from float64 than bound. (Against the reference's float32 values the distance
 // is then at most bound plus the reference's own error, by the triangle inequality; it is logged, not bounded
@@ -87,7 +87,7 @@ func (d *logitDiffs) check(t *testing.T, what string) {
 	t.Logf("%s: max |value| %.3g; max |diff| from the reference's float32 %.3g; from float64: ours %.3g, the reference's float32 %.3g (bound %.3g)",
 		what, d.maxAbs, d.fromTorch, d.from64, d.torchFrom64, d.bound())
 	if d.from64 > d.bound() || math.IsNaN(d.from64) {
-		t.Errorf("%s are %g from float64, more than twice the reference's float32 error (%g) plus a rounding of the largest (%g)",
+		t.Errorf("%s are %g from float64, more than three times the reference's float32 error (%g) plus a rounding of the largest (%g)",
 			what, d.from64, d.torchFrom64, eps32*d.maxAbs)
 	}
 }

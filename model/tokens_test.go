@@ -349,7 +349,7 @@ func TestTrainableTokensGenerate(t *testing.T) {
 // TestTrainableTokensMatchPeft: adapters that peft saved with trainable_token_indices for the tiny Llama (tied)
 // and Qwen2 (untied) (testdata/gen_tokens_golden.py: random rows for three ids of the batch, LoRA on q_proj) load
 // and give the PeftModel's logits; saved again they are peft's tensors bit for bit; merged they give the same
-// logits. "Give" is within twice peft's own float32 rounding of its float64 answer (logitDiffs).
+// logits. "Give" is within three times peft's own float32 rounding of its float64 answer (logitDiffs).
 func TestTrainableTokensMatchPeft(t *testing.T) {
 	golden, err := LoadTensors("testdata/tokens_golden.safetensors")
 	if err != nil {

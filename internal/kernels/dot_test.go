@@ -32,6 +32,23 @@ func fillSin(n int, seed float64) []float32 {
 	return x
 }
 
+// dotBound is how far a float32 dot product of k terms may be from its exact value, in any order of addition and
+// with or without fused multiply-adds: γ_k·Σ|a_p·b_p|, γ_k = k·u/(1-k·u), u = 2^-24 the unit roundoff (Higham,
+// Accuracy and Stability of Numerical Algorithms, 3.1). It holds on every CPU and matmul engine, so a kernel
+// that rounds differently stays within it and a wrong one does not.
+func dotBound(absSum float64, k int) float64 {
+	const u = 0x1p-24
+	return float64(k) * u / (1 - float64(k)*u) * absSum
+}
+
+func absAll(x []float32) []float32 {
+	a := make([]float32, len(x))
+	for i, v := range x {
+		a[i] = float32(math.Abs(float64(v)))
+	}
+	return a
+}
+
 func TestSgemm(t *testing.T) {
 	lib := requireOpenBLAS(t)
 	m, n, k := 5, 7, 3
@@ -60,11 +77,12 @@ func TestSgemm(t *testing.T) {
 		lib.Sgemm(tc.transA, tc.transB, m, n, k, a, lda, b, ldb, c)
 		for i := range m {
 			for j := range n {
-				var want float32
+				var want, abs float64
 				for p := range k {
-					want += at(i, p) * bt(p, j)
+					want += float64(at(i, p)) * float64(bt(p, j))
+					abs += math.Abs(float64(at(i, p)) * float64(bt(p, j)))
 				}
-				if d := math.Abs(float64(c[i*n+j] - want)); d > 1e-5 {
+				if d := math.Abs(float64(c[i*n+j]) - want); d > dotBound(abs, k) {
 					t.Fatalf("trans %v/%v c[%d,%d] = %v, want %v", tc.transA, tc.transB, i, j, c[i*n+j], want)
 				}
 			}
@@ -203,6 +221,11 @@ func TestDotGeneral(t *testing.T) {
 			}
 			lhs, rhs := fillSin(n(c.lhs), 0.1), fillSin(n(c.rhs), 0.7)
 			want := einsum(lhs, c.lhs, c.lc, c.lb, rhs, c.rhs, c.rc, c.rb)
+			absSum := einsum(absAll(lhs), c.lhs, c.lc, c.lb, absAll(rhs), c.rhs, c.rc, c.rb)
+			k := 1
+			for _, a := range c.lc {
+				k *= c.lhs[a]
+			}
 			exec, err := graph.NewExec(backend, func(l, r *graph.Node) *graph.Node {
 				return graph.DotGeneral(l, c.lc, c.lb, r, c.rc, c.rb)
 			})
@@ -231,7 +254,7 @@ func TestDotGeneral(t *testing.T) {
 					t.Fatalf("got %d values, want %d", len(got), len(want))
 				}
 				for i := range want {
-					if d := math.Abs(float64(got[i]) - want[i]); d > 1e-4*(1+math.Abs(want[i])) {
+					if d := math.Abs(float64(got[i]) - want[i]); d > dotBound(absSum[i], k) {
 						t.Fatalf("small kernels on %v: [%d] = %v, want %v", smallOn, i, got[i], want[i])
 					}
 				}
@@ -248,7 +271,7 @@ func TestDotGeneral(t *testing.T) {
 				t.Error("OpenBLAS ran while disabled")
 			}
 			for i, v := range tensors.MustCopyFlatData[float32](res[0]) {
-				if d := math.Abs(float64(v) - want[i]); d > 1e-4*(1+math.Abs(want[i])) {
+				if d := math.Abs(float64(v) - want[i]); d > dotBound(absSum[i], k) {
 					t.Fatalf("simplego [%d] = %v, want %v", i, v, want[i])
 				}
 			}

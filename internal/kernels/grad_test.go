@@ -41,7 +41,11 @@ func TestDotGradient(t *testing.T) {
 			return tensors.FromFlatDataAndDimensions(data, dims...)
 		}
 		lhs, rhs := fill(c.lhs, 0.1), fill(c.rhs, 0.7)
-		grads := func(mine bool) [][]float32 {
+		// The bound: each output is a sum of products, computed in two orders by the two gradients; each order is
+		// within dotBound of the exact sum, whose terms' magnitudes add up to the same computation on |inputs|
+		// (GoMLX's gradient with every input and weight made positive; Abs passes its sign back, hence the
+		// magnitude). terms: the most any output sums, at most y's size times the contracted size.
+		grads := func(mine, abs bool) [][]float32 {
 			vjp := graph.VJP(dotGeneralVJP)
 			if !mine {
 				vjp = gomlxDotGradient
@@ -50,8 +54,14 @@ func TestDotGradient(t *testing.T) {
 				// The registry is read while the gradient graph is built.
 				graph.VJPRegistration[graph.NodeTypeDotGeneral] = vjp
 				defer func() { graph.VJPRegistration[graph.NodeTypeDotGeneral] = dotGeneralVJP }()
+				if abs {
+					l, r = graph.Abs(l), graph.Abs(r)
+				}
 				y := graph.DotGeneral(l, c.lc, c.lb, r, c.rc, c.rb)
 				w := graph.Sin(graph.IotaFull(l.Graph(), shapes.Make(dtypes.Float32, y.Shape().Dimensions...)))
+				if abs {
+					w = graph.Abs(w)
+				}
 				loss := graph.ReduceAllSum(graph.Mul(y, w))
 				return append([]*graph.Node{y}, graph.Gradient(loss, l, r)...)
 			})
@@ -68,10 +78,14 @@ func TestDotGradient(t *testing.T) {
 			}
 			return flat
 		}
-		want, got := grads(false), grads(true)
+		want, got, absSum := grads(false, false), grads(true, false), grads(false, true)
+		terms := len(want[0])
+		for _, a := range c.lc {
+			terms *= c.lhs[a]
+		}
 		for k := range want {
 			for j := range want[k] {
-				if math.Abs(float64(want[k][j]-got[k][j])) > 1e-4 {
+				if math.Abs(float64(want[k][j]-got[k][j])) > 2*dotBound(math.Abs(float64(absSum[k][j])), terms) {
 					t.Fatalf("case %d output %d [%d]: got %v want %v", i, k, j, got[k][j], want[k][j])
 				}
 			}
