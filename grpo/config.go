@@ -280,6 +280,7 @@ func (c *Config) RewardFuncs() ([]reward.Func, error) {
 func (c *Config) Validate() error {
 	var ck train.Checker
 	c.Arguments.Check(&ck)
+	c.Inputs.Check(&ck)
 	c.PeftArguments.Check(&ck)
 	bad, finite := ck.Bad, ck.Finite
 	if c.NumGenerations < 2 {

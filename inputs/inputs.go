@@ -24,6 +24,8 @@ type Options struct {
 	// SkipBad skips bad task lines (counted to Warn, kept in Skipped)
 	// instead of failing with every one listed.
 	SkipBad bool
+	// Engine picks what runs the model (model.OpenEngine; "" is auto).
+	Engine model.Engine
 	// Warn receives notes and warnings; nil discards them.
 	Warn io.Writer
 }
@@ -33,6 +35,8 @@ type Loaded struct {
 	// Model is the policy (nil for LoadTasks), loaded from ModelDir.
 	Model    *model.Model
 	ModelDir string
+	// Engine is the backend the model runs on and what chose it (nil for LoadTasks).
+	Engine *model.EngineBackend
 	// Tokenizer and Template render and encode the conversations.
 	Tokenizer *tokenizer.Tokenizer
 	Template  *tokenizer.Template
@@ -47,26 +51,22 @@ type Loaded struct {
 }
 
 // Load opens the model in modelDir (weights, tokenizer files and chat
-// template) on the default backend, noting to o.Warn the engines its
-// matmuls run on, then loads the tasks as LoadTasks does.
+// template) on the engine o.Engine picks, noting to o.Warn first the engine
+// line (what runs the model, and on simplego its matmuls), then loads the
+// tasks as LoadTasks does.
 func Load(ctx context.Context, modelDir string, o Options) (*Loaded, error) {
 	if modelDir == "" {
 		return nil, errors.New("inputs: no model directory")
 	}
 	warn := writer(o.Warn)
-	backend, err := model.NewBackend("")
+	eng, err := OpenEngine(o.Engine, warn)
 	if err != nil {
 		return nil, err
 	}
-	if err := model.OpenBLASMissing(); err != nil {
-		fmt.Fprintf(warn, "note: OpenBLAS is not in use (%v): the model's matmuls run on the Go kernel, about 8x slower "+
-			"(examples/customers/quick.yaml); bash scripts/install-openblas.sh installs it\n", err)
-	}
-	l := &Loaded{ModelDir: modelDir}
-	if l.Model, err = model.Load(backend, modelDir); err != nil {
+	l := &Loaded{ModelDir: modelDir, Engine: eng}
+	if l.Model, err = model.Load(eng.Backend, modelDir); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(warn, "matmul: %s; elementwise: %s; DotGeneral gradient: %s\n", model.MatmulEngine(), model.ElementwiseEngine(), model.GradientEngine())
 	if l.Tokenizer, err = tokenizer.Load(modelDir); err != nil {
 		return nil, fmt.Errorf("model %s: %w", modelDir, err)
 	}
@@ -77,6 +77,23 @@ func Load(ctx context.Context, modelDir string, o Options) (*Loaded, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// OpenEngine opens the backend an engine setting picks and writes its engine
+// line to warn, with a note when the simplego engine runs without OpenBLAS.
+func OpenEngine(e model.Engine, warn io.Writer) (*model.EngineBackend, error) {
+	eng, err := model.OpenEngine(e)
+	if err != nil {
+		return nil, err
+	}
+	warn = writer(warn)
+	fmt.Fprintln(warn, eng)
+	if err := model.OpenBLASMissing(); err != nil && !eng.IsXLA() {
+		fmt.Fprintf(warn, "note: OpenBLAS is not in use (%v): the model's matmuls run on the Go kernel, about 8x slower "+
+			"(examples/customers/quick.yaml); bash scripts/install-openblas.sh installs it, or bash scripts/install-xla.sh "+
+			"the XLA engine\n", err)
+	}
+	return eng, nil
 }
 
 // LoadTasks loads, for a run without a model of its own, the tasks with

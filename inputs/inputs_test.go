@@ -57,8 +57,8 @@ func TestLoadModelAndTasks(t *testing.T) {
 			t.Errorf("job %d: task %p factory %p, want task %d with the customers factory", i, j.Task, j.Factory, i)
 		}
 	}
-	if !strings.Contains(warn.String(), "matmul: ") {
-		t.Errorf("warnings %q: want the engines line", warn.String())
+	if !strings.HasPrefix(warn.String(), "engine: ") || l.Engine == nil || !strings.Contains(warn.String(), "DotGeneral gradient: ") {
+		t.Errorf("warnings %q: want the engine line first", warn.String())
 	}
 	if _, err := inputs.Load(context.Background(), t.TempDir(), inputs.Options{Tasks: quickTasks, Fixtures: fixturesDir}); err == nil {
 		t.Error("an empty model directory loaded")

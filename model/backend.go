@@ -2,7 +2,6 @@ package model
 
 import (
 	"fmt"
-	"os"
 	"runtime"
 
 	"github.com/gomlx/gomlx/backends"
@@ -18,20 +17,12 @@ import (
 // executeParallel), without being faster on these graphs.
 const DefaultBackendConfig = "ops_sequential"
 
-// NewBackend returns the pure-Go GoMLX backend (nothing to download) tuned for this package's graphs. Its hot
-// float32 elementwise, reduction and layout ops run on internal/kernels' Go loops, and its float32 matmuls on the
-// machine's OpenBLAS when one is installed (libopenblas0; see MatmulEngine), on simplego's own Go kernel
-// otherwise.
+// NewBackend returns the pure-Go GoMLX backend (nothing to download) tuned for this package's graphs: the
+// simplego engine (OpenEngine picks between it and XLA). Its hot float32 elementwise, reduction and layout ops run
+// on internal/kernels' Go loops, and its float32 matmuls on the machine's OpenBLAS when one is installed
+// (libopenblas0; see MatmulEngine), on simplego's own Go kernel otherwise.
 // config "" means DefaultBackendConfig; otherwise it is simplego's comma-separated option list.
-// $GOMLX_BACKEND, when set, overrides everything (e.g. "xla:cpu" where a PJRT plugin is installed).
 func NewBackend(config string) (backends.Backend, error) {
-	if os.Getenv(backends.ConfigEnvVar) != "" {
-		b, err := backends.New()
-		if err != nil {
-			return nil, fmt.Errorf("backend from $%s: %w", backends.ConfigEnvVar, err)
-		}
-		return b, nil
-	}
 	if config == "" {
 		config = DefaultBackendConfig
 	}

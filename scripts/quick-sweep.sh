@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the README's main job four times and prints how each run learned:
-# examples/customers/quick.yaml with seed 1, 2 and 3 on the default matmul engine (OpenBLAS when it is
-# installed), and seed 1 on the Go kernels ($MCPRL_OPENBLAS=off), one after the other, each in
+# examples/customers/quick.yaml with seed 1, 2 and 3 on the default engine (auto: XLA where its plugin is
+# installed, else simplego with OpenBLAS when it is installed), and seed 1 on simplego's Go kernels
+# (--engine simplego, $MCPRL_OPENBLAS=off), one after the other, each in
 # runs/quick-sweep/seed-S-ENGINE/. For each run: the mean `reward` (over every trajectory a step sampled) of its first
 # and last 5 logged steps, the trained batch's reward over the last 5 (dynamic_sampling/kept_reward_mean),
 # its lowest step after step 5, and its wall time. A run passes when its last 5 steps average >= 0.90 and
@@ -37,15 +38,16 @@ run() { # seed engine
   local seed=$1 engine=$2 dir="$out/seed-$1-$2"
   sed "s/^seed: .*/seed: $seed/" examples/customers/quick.yaml > "$out/seed-$seed.yaml"
   rm -rf "$dir"
-  local env=()
-  [ "$engine" = go ] && env=(MCPRL_OPENBLAS=off)
+  local env=(GOMLX_BACKEND=) flags=()
+  [ "$engine" = go ] && env+=(MCPRL_OPENBLAS=off) && flags=(--engine simplego)
   local t0 t1
   t0=$(date +%s.%N)
-  env "${env[@]}" "$out/mcprl" train --config "$out/seed-$seed.yaml" --output-dir "$dir" > "$dir.log" 2>&1 ||
+  env "${env[@]}" "$out/mcprl" train --config "$out/seed-$seed.yaml" --output-dir "$dir" "${flags[@]}" > "$dir.log" 2>&1 ||
     { echo "seed $seed ($engine) failed; see $dir.log" >&2; tail -5 "$dir.log" >&2; exit 1; }
   t1=$(date +%s.%N)
   local engine_name
-  engine_name=$(sed -n 's/^matmul: \([^ ;]*\).*/\1/p' "$dir.log" | head -1 | sed 's/^simplego$/Go-kernels/')
+  # The engine line: "engine: xla (...)" or "engine: simplego (...); matmul: OpenBLAS ... | simplego Go kernel ...".
+  engine_name=$(sed -n -e 's/^engine: simplego.*; matmul: \([^ ;]*\).*/\1/p' -e 's/^engine: \(xla\) .*/XLA/p' "$dir.log" | head -1 | sed 's/^simplego$/Go-kernels/')
   rows+=("$seed $engine_name $(summary "$dir/metrics.jsonl") $(kept "$dir/metrics.jsonl") $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", b - a }')")
 }
 
@@ -53,7 +55,7 @@ for s in ${SEEDS:-1 2 3}; do run "$s" default; done
 run "$(echo "${SEEDS:-1 2 3}" | awk '{print $1}')" go
 
 fail=0
-printf '| seed | matmul | reward, first 5 steps | last 5 steps | lowest step after step 5 | trained batch, last 5 steps | wall time | |\n'
+printf '| seed | engine | reward, first 5 steps | last 5 steps | lowest step after step 5 | trained batch, last 5 steps | wall time | |\n'
 printf '|---|---|---|---|---|---|---|---|\n'
 for row in "${rows[@]}"; do
   read -r seed engine first last low keptmean wall <<< "$row"

@@ -45,6 +45,7 @@ func Load(path string) (*Config, error) {
 func (c *Config) Validate() error {
 	var ck train.Checker
 	c.Arguments.Check(&ck)
+	c.Inputs.Check(&ck)
 	c.PeftArguments.Check(&ck)
 	if c.GradientAccumulationSteps > 1 {
 		// Refused rather than ignored: one optimizer step per batch is all

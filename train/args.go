@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/runlog"
 )
 
@@ -52,6 +53,16 @@ type Inputs struct {
 	Tasks    string `yaml:"tasks"`    // tasks JSONL
 	Fixtures string `yaml:"fixtures"` // fixtures directory
 	DSN      string `yaml:"dsn"`      // PostgreSQL DSN for sandboxes; "" = embedded SQLite
+	// Engine is what runs the model: auto (the default: XLA where its plugin loads, else simplego), xla or
+	// simplego (model.Engine); a command's --engine overrides it.
+	Engine model.Engine `yaml:"engine"`
+}
+
+// Check records an invalid engine.
+func (in *Inputs) Check(c *Checker) {
+	if _, err := model.ParseEngine(string(in.Engine)); err != nil {
+		c.Bad("engine", "%v", err)
+	}
 }
 
 // DefaultArguments returns TRL's defaults for the TrainingArguments (TRL overrides transformers'

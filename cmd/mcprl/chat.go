@@ -85,7 +85,7 @@ Example:
 				}
 				pol = p
 			} else {
-				m, err := loadModel(modelDir)
+				m, err := loadModel(cmd, modelDir)
 				if err != nil {
 					return err
 				}

@@ -70,7 +70,11 @@ Example:
 				}
 				pol = eval.Fixed(p)
 			} else {
-				if ws, err = load(ctx, modelDir, tasksPath, fixtures, dsn, skipBad, stderr); err != nil {
+				engine, err := engineOf(cmd, "")
+				if err != nil {
+					return err
+				}
+				if ws, err = load(ctx, engine, modelDir, tasksPath, fixtures, dsn, skipBad, stderr); err != nil {
 					return err
 				}
 				defer ws.Close()

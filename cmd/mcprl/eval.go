@@ -64,6 +64,10 @@ temperature, top_p, top_k, --samples (as n) and the token budget (as max_tokens)
 server is probed before any work starts; a request that still fails after its retries ends its trajectory
 with the reason (unscored, counted in n_errors). --tokenizer gives the served model's tokenizer, for exact
 token budgets.
+A trajectory ended by a failure (a policy server's, a sandbox's, an oracle's) says nothing about the policy:
+it is counted in n_errors (the table's errors column; stderr names the first) and left out of every rate,
+and pass@k averages over the tasks with at least k scored trajectories. When every trajectory failed, eval
+prints the report and exits non-zero.
 --config reads model, tasks, fixtures, dsn and the generation settings (max_prompt_length,
 max_completion_length, max_tool_calling_iterations, temperature, top_p, top_k, seed) from a train config;
 flags override it. Results are deterministic for a given seed and batch size.
@@ -174,17 +178,18 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *servedF
 	if served.given() && (ef.golden || flags.model != "") {
 		return errors.New("give one policy: --policy (a served model), --model or --golden")
 	}
-	var (
-		ws  *inputs.Loaded
-		err error
-	)
+	engine, err := engineOf(cmd, cfg.Engine)
+	if err != nil {
+		return err
+	}
+	var ws *inputs.Loaded
 	switch {
 	case served.given():
 		ws, err = loadServed(ctx, served, cfg.Tasks, cfg.Fixtures, cfg.DSN, flags.skipBadTasks, stderr)
 	case ef.golden && flags.model == "":
 		ws, err = loadTasksOnly(ctx, cfg.Tasks, cfg.Fixtures, cfg.DSN, flags.skipBadTasks, stderr)
 	default:
-		ws, err = load(ctx, cfg.Model, cfg.Tasks, cfg.Fixtures, cfg.DSN, flags.skipBadTasks, stderr)
+		ws, err = load(ctx, engine, cfg.Model, cfg.Tasks, cfg.Fixtures, cfg.DSN, flags.skipBadTasks, stderr)
 	}
 	if err != nil {
 		return err
@@ -228,6 +233,21 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *servedF
 		return err
 	}
 	fmt.Fprintf(stderr, "eval: %d tasks x %d samples in %.1fs\n", rep.NTasks, samples, time.Since(start).Seconds())
+	var failed error
+	if rep.NErrors > 0 {
+		first := ""
+		for _, s := range res {
+			if s.Errored() {
+				first = fmt.Sprintf("%s (sample %d): %s", s.Task.ID, s.Index, s.ErrorOf())
+				break
+			}
+		}
+		fmt.Fprintf(stderr, "eval: %d of %d trajectories failed (a policy server, sandbox or scoring error) and are left out of the rates (n_errors); the first: %s\n",
+			rep.NErrors, rep.NTrajectories, first)
+		if rep.NScored == 0 {
+			failed = fmt.Errorf("eval: every trajectory failed (%d); the first: %s", rep.NErrors, first)
+		}
+	}
 	if cfg.OutputDir != "" {
 		if err := eval.Save(cfg.OutputDir, res, rep); err != nil {
 			return err
@@ -249,10 +269,15 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *servedF
 		if err != nil {
 			return fmt.Errorf("eval: %w", err)
 		}
-		_, err = fmt.Fprintf(out, "%s\n", b)
+		if _, err = fmt.Fprintf(out, "%s\n", b); err != nil {
+			return err
+		}
+		return failed
+	}
+	if err := rep.WriteTable(out); err != nil {
 		return err
 	}
-	return rep.WriteTable(out)
+	return failed
 }
 
 // loadServed is load for a served policy: the tokenizer of --tokenizer

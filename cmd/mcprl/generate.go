@@ -54,7 +54,7 @@ Examples:
 			var extraStops []string
 			if prompt != "" {
 				var err error
-				if m, err = loadModel(modelDir); err != nil {
+				if m, err = loadModel(cmd, modelDir); err != nil {
 					return err
 				}
 				if tok, err = tokenizer.Load(modelDir); err != nil {
@@ -72,7 +72,11 @@ Examples:
 				}
 				records = append(records, completion.Record{Prompt: text})
 			} else {
-				w, err := load(cmd.Context(), modelDir, tasksPath, fixtures, dsn, false, cmd.ErrOrStderr())
+				engine, err := engineOf(cmd, "")
+				if err != nil {
+					return err
+				}
+				w, err := load(cmd.Context(), engine, modelDir, tasksPath, fixtures, dsn, false, cmd.ErrOrStderr())
 				if err != nil {
 					return err
 				}

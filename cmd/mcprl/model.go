@@ -61,11 +61,11 @@ Examples:
 			default:
 				return fmt.Errorf("give --config FILE or --tokenizer DIR (for the tiny default sized to it)")
 			}
-			backend, err := model.NewBackend("")
+			eng, err := openEngine(cmd, "", cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			m, err := model.New(backend, cfg, seed)
+			m, err := model.New(eng.Backend, cfg, seed)
 			if err != nil {
 				return err
 			}
@@ -93,11 +93,12 @@ func newModelInfoCmd() *cobra.Command {
 		Long:  "info loads config.json and every tensor (checking names and shapes) and prints a summary; it fails on a missing tensor, a wrong shape or an architecture other than Qwen2 and Llama.",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			backend, err := model.NewBackend("")
+			// The engine line is info's first line, on stdout with the summary.
+			eng, err := openEngine(cmd, "", cmd.OutOrStdout())
 			if err != nil {
 				return err
 			}
-			m, err := model.Load(backend, args[0])
+			m, err := model.Load(eng.Backend, args[0])
 			if err != nil {
 				return err
 			}
@@ -105,7 +106,6 @@ func newModelInfoCmd() *cobra.Command {
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s, %d parameters; hidden %d, intermediate %d, %d layers, %d heads (%d KV), vocab %d, rope_theta %g, tied %v, eos %v\n",
 				args[0], c.ArchitectureName(), c.NumParams(), c.HiddenSize, c.IntermediateSize, c.NumHiddenLayers,
 				c.NumAttentionHeads, c.NumKeyValueHeads, c.VocabSize, c.RopeTheta, c.TieWordEmbeddings, c.EOSIDs())
-			fmt.Fprintf(cmd.OutOrStdout(), "matmul: %s\nelementwise: %s\nDotGeneral gradient: %s\n", model.MatmulEngine(), model.ElementwiseEngine(), model.GradientEngine())
 			return nil
 		},
 	}

@@ -110,11 +110,7 @@ adapter's trainable_token_indices into the embedding, and saves the result with 
 			if modelDir == "" || out == "" {
 				return errors.New("--model and --out are required")
 			}
-			backend, err := model.NewBackend("")
-			if err != nil {
-				return err
-			}
-			m, err := model.Load(backend, modelDir)
+			m, err := loadModel(cmd, modelDir)
 			if err != nil {
 				return err
 			}

@@ -32,7 +32,7 @@ Positions are cumsum(attention_mask) - 1, as transformers' generate() computes t
 			if err := json.NewDecoder(cmd.InOrStdin()).Decode(&in); err != nil {
 				return fmt.Errorf("stdin: %w", err)
 			}
-			m, err := loadModel(dir)
+			m, err := loadModel(cmd, dir)
 			if err != nil {
 				return err
 			}
@@ -82,7 +82,7 @@ the wall time of each of the --repeat runs (prompt and sampling; the first also 
 			if repeat < 1 {
 				return fmt.Errorf("--repeat %d: want at least 1", repeat)
 			}
-			m, err := loadModel(dir)
+			m, err := loadModel(cmd, dir)
 			if err != nil {
 				return err
 			}
@@ -111,11 +111,12 @@ the wall time of each of the --repeat runs (prompt and sampling; the first also 
 	return cmd
 }
 
-// loadModel loads a model directory on the default backend.
-func loadModel(dir string) (*model.Model, error) {
-	backend, err := model.NewBackend("")
+// loadModel loads a model directory on the engine of --engine (auto when not given), writing the engine line to
+// the command's stderr.
+func loadModel(cmd *cobra.Command, dir string) (*model.Model, error) {
+	eng, err := openEngine(cmd, "", cmd.ErrOrStderr())
 	if err != nil {
 		return nil, err
 	}
-	return model.Load(backend, dir)
+	return model.Load(eng.Backend, dir)
 }

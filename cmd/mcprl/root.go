@@ -18,18 +18,23 @@ func newRootCmd() *cobra.Command {
 		Version:       buildinfo.String(),
 	}
 	root.SetVersionTemplate("mcprl {{.Version}}\n")
+	train, sft, modelCmd, tasks, eval, generate, chatCmd := newTrainCmd(), newSFTCmd(), newModelCmd(), newTasksCmd(), newEvalCmd(), newGenerateCmd(), newChatCmd()
 	root.AddCommand(newTokenizeCmd())
 	root.AddCommand(newTokenizerCmd())
 	root.AddCommand(newScoreCmd())
 	root.AddCommand(newSandboxCmd())
-	root.AddCommand(newTrainCmd())
-	root.AddCommand(newSFTCmd())
-	root.AddCommand(newModelCmd())
-	root.AddCommand(newTasksCmd())
-	root.AddCommand(newEvalCmd())
-	root.AddCommand(newGenerateCmd())
-	root.AddCommand(newChatCmd())
+	root.AddCommand(train)
+	root.AddCommand(sft)
+	root.AddCommand(modelCmd)
+	root.AddCommand(tasks)
+	root.AddCommand(eval)
+	root.AddCommand(generate)
+	root.AddCommand(chatCmd)
 	root.AddCommand(newEnvCmd())
 	root.AddCommand(newReportCmd())
+	// The commands that run a model take --engine (model info, forward, generate, init, merge, export and import
+	// through model; tasks distill with an in-process teacher).
+	distill, _, _ := tasks.Find([]string{"distill"})
+	addEngineFlag(train, sft, modelCmd, distill, eval, generate, chatCmd)
 	return root
 }

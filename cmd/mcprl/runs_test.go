@@ -90,7 +90,7 @@ func TestSaysWhenGoKernelsRun(t *testing.T) {
 	bin := buildMcprl(t)
 	tasks := badTasksFile(t) // the run stops after loading the model
 	for _, off := range []bool{true, false} {
-		cmd := exec.Command(bin, "train", "--config", trainConfig(t, 1), "--tasks", tasks, "--output-dir", filepath.Join(t.TempDir(), "run"))
+		cmd := exec.Command(bin, "train", "--config", trainConfig(t, 1), "--tasks", tasks, "--output-dir", filepath.Join(t.TempDir(), "run"), "--engine", "simplego")
 		cmd.Env = append(os.Environ(), "MCPRL_OPENBLAS=")
 		if off {
 			cmd.Env = append(cmd.Env, "MCPRL_OPENBLAS=off")

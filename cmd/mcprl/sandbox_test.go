@@ -48,8 +48,13 @@ var testBinary struct {
 	err       error
 }
 
-// TestMain removes the test binary after the tests.
+// TestMain removes the test binary after the tests. The commands run on simplego (GOMLX_BACKEND=go, which
+// their default engine, auto, follows) unless $GOMLX_BACKEND says otherwise: XLA compiles every graph shape,
+// which would multiply this package's time; engine_test.go runs the commands on XLA.
 func TestMain(m *testing.M) {
+	if os.Getenv("GOMLX_BACKEND") == "" {
+		os.Setenv("GOMLX_BACKEND", "go")
+	}
 	code := m.Run()
 	if testBinary.dir != "" {
 		os.RemoveAll(testBinary.dir)

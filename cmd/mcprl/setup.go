@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcprl/mcprl/grpo"
 	"github.com/mcprl/mcprl/inputs"
+	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/sft"
 	"github.com/mcprl/mcprl/tokenizer"
 	"github.com/mcprl/mcprl/train"
@@ -83,17 +84,18 @@ func (f *runFlags) override(args *train.Arguments, in *train.Inputs, ignored []s
 	}
 }
 
-// load opens modelDir (weights and tokenizer files), the tasks with their
-// fixtures, and starts a sandbox factory per fixture. Bad task lines fail
-// the load, all listed; with skipBad they are reported to warn and skipped.
-func load(ctx context.Context, modelDir, tasksPath, fixturesDir, dsn string, skipBad bool, warn io.Writer) (*inputs.Loaded, error) {
+// load opens modelDir (weights and tokenizer files) on engine (see
+// engineOf), the tasks with their fixtures, and starts a sandbox factory per
+// fixture. Bad task lines fail the load, all listed; with skipBad they are
+// reported to warn and skipped.
+func load(ctx context.Context, engine model.Engine, modelDir, tasksPath, fixturesDir, dsn string, skipBad bool, warn io.Writer) (*inputs.Loaded, error) {
 	if modelDir == "" {
 		return nil, errors.New("no model: set model in the config or pass --model")
 	}
 	if tasksPath == "" || fixturesDir == "" {
 		return nil, errNoTasks
 	}
-	return inputs.Load(ctx, modelDir, inputs.Options{Tasks: tasksPath, Fixtures: fixturesDir, DSN: dsn, SkipBad: skipBad, Warn: warn})
+	return inputs.Load(ctx, modelDir, inputs.Options{Tasks: tasksPath, Fixtures: fixturesDir, DSN: dsn, SkipBad: skipBad, Engine: engine, Warn: warn})
 }
 
 // loadTasks is load for a run that brings its own tokenizer and template.

@@ -29,12 +29,16 @@ metrics.jsonl and final/ to output_dir in the same format as train.`,
 			if err != nil {
 				return err
 			}
+			engine, err := engineOf(cmd, cfg.Engine)
+			if err != nil {
+				return err
+			}
 			lock, _, err := train.ClaimOutputDir(cfg.OutputDir, false, flags.overwrite)
 			if err != nil {
 				return err
 			}
 			defer lock.Release()
-			ws, err := load(ctx, cfg.Model, cfg.Tasks, cfg.Fixtures, cfg.DSN, flags.skipBadTasks, stderr)
+			ws, err := load(ctx, engine, cfg.Model, cfg.Tasks, cfg.Fixtures, cfg.DSN, flags.skipBadTasks, stderr)
 			if err != nil {
 				return err
 			}

@@ -32,7 +32,7 @@ func TestSFTTrainableTokensTiny(t *testing.T) {
 		t.Fatalf("import: %v\n%s", err, out)
 	}
 	ctx := context.Background()
-	ws, err := load(ctx, base, "../../examples/customers/quick_tasks.jsonl", "../../examples/fixtures", "", false, io.Discard)
+	ws, err := load(ctx, "", base, "../../examples/customers/quick_tasks.jsonl", "../../examples/fixtures", "", false, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

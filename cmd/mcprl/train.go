@@ -34,6 +34,10 @@ that holds an earlier run's outputs unless --overwrite_output_dir deletes them.`
 			if err != nil {
 				return err
 			}
+			engine, err := engineOf(cmd, cfg.Engine)
+			if err != nil {
+				return err
+			}
 			lock, ckpt, err := train.ClaimOutputDir(cfg.OutputDir, resume, flags.overwrite)
 			if err != nil {
 				return err
@@ -44,7 +48,7 @@ that holds an earlier run's outputs unless --overwrite_output_dir deletes them.`
 				fmt.Fprintf(stderr, "resuming from %s\n", ckpt)
 				modelDir = ckpt
 			}
-			ws, err := load(ctx, modelDir, cfg.Tasks, cfg.Fixtures, cfg.DSN, flags.skipBadTasks, stderr)
+			ws, err := load(ctx, engine, modelDir, cfg.Tasks, cfg.Fixtures, cfg.DSN, flags.skipBadTasks, stderr)
 			if err != nil {
 				return err
 			}
