@@ -35,6 +35,10 @@ type Runner struct {
 	// is still open (rewards read the sandbox's state), concurrently with
 	// other trajectories.
 	Rewards []reward.Func
+	// Branching, when set, records each trajectory's first setback (an
+	// observation it matches) with a fork of its sandbox at that moment,
+	// so that Branch can sample continuations from there (Result.Setback).
+	Branching *Triggers
 }
 
 // Result is one trajectory of a job, with its task and what Rewards made
@@ -47,6 +51,13 @@ type Result struct {
 	// never had a sandbox (its fork failed) and so was not scored.
 	Scores []reward.Score
 	Errs   []error
+	// Setback is the trajectory's first setback when Runner.Branching is
+	// set and it met one: where Branch continues it. Its holder closes it.
+	Setback *Setback
+	// BranchAt is, for a continuation made by Branch, how many of the
+	// trajectory's tokens are its root's prefix (the prompt, the turns up to
+	// the setback and its observation); 0 for a trajectory sampled whole.
+	BranchAt int
 }
 
 // Job is one task and the sandbox factory of its fixture.
@@ -74,7 +85,6 @@ func (r *Runner) Run(ctx context.Context, jobs []Job) ([]*Result, error) {
 	opts.StopIDs = append(append([]int32(nil), opts.StopIDs...), stops.all...)
 
 	states := make([]*state, len(jobs)*n)
-	prompts := make([][]int32, len(states))
 	for j, job := range jobs {
 		st, err := r.prompt(job)
 		if err != nil {
@@ -87,9 +97,79 @@ func (r *Runner) Run(ctx context.Context, jobs []Job) ([]*Result, error) {
 			s.traj.Mask = make([]uint8, len(st.ids))
 			s.traj.OldLogProbs = make([]float32, len(st.ids))
 			s.traj.PromptLen = len(st.ids)
+			s.open = job.Factory.Fork
 			states[j*n+g] = s
-			prompts[j*n+g] = st.ids
 		}
+	}
+	return r.run(ctx, states, opts, stops)
+}
+
+// Branch samples n continuations of every root that met a setback
+// (Result.Setback; the others are skipped), each in its own fork of the
+// sandbox as the setback left it, from the root's tokens up to and
+// including the setback's observation. Each continuation is a whole
+// trajectory (the root's prefix, then its own turns), scored by Rewards
+// as any other; Result.BranchAt says where its own tokens start. The
+// result holds the continuations of the k-th root with a setback at
+// [k*n, (k+1)*n). The setbacks stay open: their holder closes them.
+func (r *Runner) Branch(ctx context.Context, roots []*Result, n int) ([]*Result, error) {
+	stops, err := r.stopIDs()
+	if err != nil {
+		return nil, err
+	}
+	opts := r.Config.Sample
+	opts.StopIDs = append(append([]int32(nil), opts.StopIDs...), stops.all...)
+	var states []*state
+	for _, root := range roots {
+		sb := root.Setback
+		if sb == nil {
+			continue
+		}
+		for range n {
+			tr := root.Trajectory
+			res := &Result{Task: root.Task, BranchAt: sb.Len, Trajectory: &chat.Trajectory{
+				Tokens:      append([]int32(nil), tr.Tokens[:sb.Len]...),
+				Mask:        append([]uint8(nil), tr.Mask[:sb.Len]...),
+				OldLogProbs: append([]float32(nil), tr.OldLogProbs[:sb.Len]...),
+				PromptLen:   tr.PromptLen,
+				Turns:       cloneTurns(tr.Turns[:sb.Turn+1]),
+			}}
+			states = append(states, &state{
+				job: sb.job, messages: append([]chat.Message(nil), sb.messages...), tools: sb.tools, offered: sb.offered,
+				res: res, traj: res.Trajectory, rounds: sb.rounds, open: sb.sb.Fork,
+			})
+		}
+	}
+	if len(states) == 0 {
+		return nil, nil
+	}
+	return r.run(ctx, states, opts, stops)
+}
+
+// cloneTurns copies turns deeply enough that a continuation's changes
+// never reach its root.
+func cloneTurns(turns []chat.Turn) []chat.Turn {
+	out := make([]chat.Turn, len(turns))
+	for i, t := range turns {
+		out[i] = t
+		out[i].Calls = append([]chat.CallResult(nil), t.Calls...)
+	}
+	return out
+}
+
+// run opens every state's sandbox and samples the states' trajectories to
+// their ends, batching the policy's sampling across all of them.
+func (r *Runner) run(ctx context.Context, states []*state, opts policy.SampleOptions, stops *stopSet) (_ []*Result, err error) {
+	defer func() {
+		if err != nil { // nobody will hold the setbacks
+			for _, s := range states {
+				s.res.Setback.Close()
+			}
+		}
+	}()
+	prompts := make([][]int32, len(states))
+	for i, s := range states {
+		prompts[i] = append([]int32(nil), s.traj.Tokens...)
 	}
 
 	var finishing sync.WaitGroup
@@ -126,7 +206,7 @@ func (r *Runner) Run(ctx context.Context, jobs []Job) ([]*Result, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sb, err := s.job.Factory.Fork(ctx)
+			sb, err := s.open(ctx)
 			if err != nil {
 				s.traj.Error = fmt.Sprintf("sandbox fork: %v", err)
 				return
@@ -248,6 +328,7 @@ func (r *Runner) score(ctx context.Context, res *Result, sb *sandbox.Sandbox) {
 // state is one trajectory in flight.
 type state struct {
 	job      Job
+	open     func(context.Context) (*sandbox.Sandbox, error) // forks the trajectory's sandbox
 	sb       *sandbox.Sandbox
 	messages []chat.Message
 	tools    []json.RawMessage // the tools the chat template renders (none under a task's system prompt)
@@ -440,7 +521,30 @@ func (r *Runner) turn(ctx context.Context, s *state, sample policy.Sample, stops
 	}
 	s.messages = append(s.messages, chat.Message{Role: "assistant", Content: text})
 	s.messages = append(s.messages, toolMsgs...)
+	if r.Branching != nil && s.res.Setback == nil && s.res.BranchAt == 0 {
+		for _, c := range cur.Calls {
+			if trig := r.Branching.Match(c); trig != "" {
+				s.res.Setback = r.setback(ctx, s, trig)
+				break
+			}
+		}
+	}
 	return obs
+}
+
+// setback snapshots s at a setback: its sandbox forked as the calls left
+// it, and what the loop needs to continue from here. A snapshot that
+// cannot be made is no setback to branch at (nil).
+func (r *Runner) setback(ctx context.Context, s *state, trigger string) *Setback {
+	sb, err := s.sb.Fork(ctx)
+	if err != nil {
+		return nil
+	}
+	return &Setback{
+		Turn: len(s.traj.Turns) - 1, Trigger: trigger, Len: len(s.traj.Tokens),
+		sb: sb, job: s.job, messages: append([]chat.Message(nil), s.messages...),
+		tools: s.tools, offered: s.offered, rounds: s.rounds,
+	}
 }
 
 // observation renders the text the chat template puts between the

@@ -1,0 +1,143 @@
+package rollout_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mcprl/mcprl/chat"
+	"github.com/mcprl/mcprl/reward"
+	"github.com/mcprl/mcprl/rollout"
+	"github.com/mcprl/mcprl/sandbox"
+)
+
+// countOrders is a reward that reads the trajectory's sandbox when it
+// ends: how many orders its database holds.
+type countOrders struct{}
+
+func (countOrders) Name() string { return "orders" }
+
+func (countOrders) Score(ctx context.Context, in *reward.Input) (reward.Score, error) {
+	res, err := in.Sandbox.DB().Oracle(ctx, "SELECT COUNT(*) FROM orders")
+	if err != nil {
+		return reward.Score{}, err
+	}
+	n, _ := res.Rows[0][0].(int64)
+	return reward.Score{Value: float64(n)}, nil
+}
+
+// A trajectory that meets a setback is recorded there with a fork of its
+// sandbox; Branch continues it from the setback's observation in forks of
+// that state: the root's later changes never reach the branches, nor the
+// branches' each other's, and every continuation is a whole trajectory
+// (the root's prefix, token for token, then its own turns), scored as any.
+func TestBranchAtSetback(t *testing.T) {
+	f := newFactory(t, loadFixture(t, customersDir), sandbox.Options{})
+	root := []string{
+		call("query_database", `{"sql": "DELETE FROM orders WHERE id <= 10"}`),
+		call("query_database", `{"sql": "SELECT COUNT(*) FROM custmers"}`), // the setback: no such table
+		call("query_database", `{"sql": "DELETE FROM orders"}`),
+		"Done.<|im_end|>",
+	}
+	triggers, err := rollout.NewTriggers(rollout.AllTriggers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runner(t, &rollout.Script{Scripts: [][][]int32{script(t, root...)}}, rollout.Config{NumGenerations: 2, MaxCompletionLength: 2048, MaxToolCallingIterations: 5})
+	r.Rewards = []reward.Func{countOrders{}}
+	r.Branching = triggers
+	roots, err := r.Run(context.Background(), []rollout.Job{{Task: seedTask(), Factory: f}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, res := range roots {
+		sb := res.Setback
+		if sb == nil || sb.Trigger != rollout.TriggerToolError || sb.Turn != 1 {
+			t.Fatalf("root %d: setback %+v, want a tool_error at turn 1", i, sb)
+		}
+		if res.Scores[0].Value != 0 {
+			t.Errorf("root %d: %v orders at its end, want 0", i, res.Scores[0].Value)
+		}
+	}
+	// Two continuations of each root: one recovers (counts the orders the
+	// setback's state has, then deletes some of its own), one answers.
+	branches := []string{
+		call("query_database", `{"sql": "SELECT COUNT(*) FROM orders"}`),
+		call("query_database", `{"sql": "DELETE FROM orders WHERE id <= 20"}`),
+		"There are 30 orders.<|im_end|>",
+	}
+	r.Policy = &rollout.Script{Scripts: [][][]int32{script(t, branches...), script(t, "I could not tell.<|im_end|>")}}
+	got, err := r.Branch(context.Background(), roots, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 4 {
+		t.Fatalf("%d continuations, want 2 roots x 2", len(got))
+	}
+	for k, b := range got {
+		rt := roots[k/2]
+		if b.BranchAt != rt.Setback.Len || !slices.Equal(b.Tokens[:b.BranchAt], rt.Tokens[:rt.Setback.Len]) {
+			t.Errorf("continuation %d: its prefix is not its root's %d tokens", k, rt.Setback.Len)
+		}
+		if slices.Contains(b.Mask[:b.BranchAt], 1) != slices.Contains(rt.Mask[:rt.Setback.Len], 1) {
+			t.Errorf("continuation %d: the prefix's loss mask differs from the root's", k)
+		}
+		if b.Setback != nil {
+			t.Errorf("continuation %d recorded a setback of its own", k)
+		}
+		calls := b.Calls()
+		if len(b.Turns) < 3 || b.Turns[1].Text != rt.Turns[1].Text {
+			t.Fatalf("continuation %d: turns %+v", k, b.Turns)
+		}
+		if k%2 == 0 {
+			// The setback's state: 30 orders (10 deleted before it), not the root's later 0.
+			if len(calls) != 4 || !strings.Contains(calls[2].Text, "30") {
+				t.Errorf("continuation %d: %+v", k, calls)
+			}
+			if b.Answer != "There are 30 orders." || b.Scores[0].Value != 20 {
+				t.Errorf("continuation %d: answer %q, %v orders at its end, want 20", k, b.Answer, b.Scores[0].Value)
+			}
+		} else if b.Answer != "I could not tell." || b.Scores[0].Value != 30 {
+			// Its sibling's DELETE did not reach it.
+			t.Errorf("continuation %d: answer %q, %v orders at its end, want 30", k, b.Answer, b.Scores[0].Value)
+		}
+	}
+	for _, rt := range roots {
+		if err := rt.Setback.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// Triggers name the setbacks a run branches at; an unknown name is refused.
+func TestTriggers(t *testing.T) {
+	if _, err := rollout.NewTriggers([]string{"tool_error", "sql_eror"}); err == nil || !strings.Contains(err.Error(), "sql_eror") {
+		t.Errorf("unknown trigger: %v", err)
+	}
+	q := chat.Call{Name: "query_database"}
+	lint := chat.Call{Name: "run_linter"}
+	cases := []struct {
+		c    chat.CallResult
+		want string
+	}{
+		{chat.CallResult{Call: q, IsError: true, Text: "SQL error: no such table: custmers"}, rollout.TriggerToolError},
+		{chat.CallResult{ParseError: "bad_json", IsError: true}, rollout.TriggerMalformedCall},
+		{chat.CallResult{Call: q, Structured: map[string]any{"columns": []any{"id"}, "rows": []any{}}}, rollout.TriggerEmptyResult},
+		{chat.CallResult{Call: q, Structured: map[string]any{"columns": []any{"id"}, "rows": []any{[]any{1}}}}, ""},
+		{chat.CallResult{Call: q, Structured: map[string]any{"columns": []any{}, "rows": []any{}, "rows_affected": 3}}, ""}, // a write
+		{chat.CallResult{Call: lint, Structured: map[string]any{"exit_code": 1}}, rollout.TriggerLintFailure},
+		{chat.CallResult{Call: lint, Text: "f.sql:3: no such column\nexit code 2"}, rollout.TriggerLintFailure},
+		{chat.CallResult{Call: lint, Structured: map[string]any{"exit_code": 0}}, ""},
+	}
+	all, _ := rollout.NewTriggers(rollout.AllTriggers)
+	for i, c := range cases {
+		if got := all.Match(c.c); got != c.want {
+			t.Errorf("case %d: %q, want %q", i, got, c.want)
+		}
+	}
+	onlyErrors, _ := rollout.NewTriggers([]string{rollout.TriggerToolError})
+	if got := onlyErrors.Match(cases[2].c); got != "" {
+		t.Errorf("empty result with only tool_error on: %q", got)
+	}
+}
