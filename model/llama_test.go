@@ -61,6 +61,11 @@ type llamaGolden struct {
 // eps32 is float32's machine epsilon, 2^-23: the relative spacing of float32 numbers near 1.
 const eps32 = 0x1p-23
 
+// dotTol is how far two float32 computations of a value made of n-term dot products or sums of magnitude about
+// scale may differ when they add in other orders (another matmul shape, kernel or CPU): a few roundings of each
+// term, growing as a random walk, 4·eps32·√n·scale.
+func dotTol(n int, scale float64) float64 { return 4 * eps32 * math.Sqrt(float64(n)) * scale }
+
 // logitDiffs accumulates how far float32 values (logits, log-probs) are from a reference library's float32 ones
 // and from its float64 ones. The reference's own float32 rounding, its float32 answer's distance from its float64
 // one, is the scale of what rounding alone moves: another CPU, matmul engine or summation order moves ours by
