@@ -143,6 +143,27 @@ type Sample struct {
 	ScoreError string
 }
 
+// Errored reports whether the trajectory was ended by an infrastructure
+// failure (a policy server's, a sandbox's or a tool server's) or could not
+// be scored: it says nothing about the policy, and the metrics leave it
+// out of their rates (Metrics.NErrors counts it).
+func (s *Sample) Errored() bool {
+	return s.ScoreError != "" || s.Trajectory == nil || s.Trajectory.Error != ""
+}
+
+// ErrorOf returns why the sample errored (Errored), or "".
+func (s *Sample) ErrorOf() string {
+	switch {
+	case s.Trajectory != nil && s.Trajectory.Error != "":
+		return s.Trajectory.Error
+	case s.ScoreError != "":
+		return s.ScoreError
+	case s.Trajectory == nil:
+		return "no trajectory"
+	}
+	return ""
+}
+
 // Success reports whether every assertion of the task held.
 func (s *Sample) Success() bool {
 	return s.ScoreError == "" && s.Trajectory != nil && s.Trajectory.Error == "" &&
@@ -166,7 +187,7 @@ func (e *Evaluator) Run(ctx context.Context, tasks []task.Task) ([]*Sample, erro
 	bar.SetUnit("batch")
 	defer bar.Done()
 	out := make([]*Sample, 0, len(tasks)*n)
-	succeeded := 0
+	succeeded, scored := 0, 0
 	for b := 0; b < batches; b++ {
 		chunk := tasks[b*per : min((b+1)*per, len(tasks))]
 		got, err := e.batch(ctx, chunk, int64(b))
@@ -175,12 +196,21 @@ func (e *Evaluator) Run(ctx context.Context, tasks []task.Task) ([]*Sample, erro
 		}
 		out = append(out, got...)
 		for _, s := range got {
+			if !s.Errored() {
+				scored++
+			}
 			if s.Success() {
 				succeeded++
 			}
 		}
-		bar.Log(b+1, progress.Field{Name: "tasks", Value: float64(min((b+1)*per, len(tasks))), Format: "%.0f"},
-			progress.F("success", float64(succeeded)/float64(len(out))))
+		fields := []progress.Field{{Name: "tasks", Value: float64(min((b+1)*per, len(tasks))), Format: "%.0f"}}
+		if scored > 0 {
+			fields = append(fields, progress.F("success", float64(succeeded)/float64(scored)))
+		}
+		if errs := len(out) - scored; errs > 0 {
+			fields = append(fields, progress.Field{Name: "errors", Value: float64(errs), Format: "%.0f"})
+		}
+		bar.Log(b+1, fields...)
 	}
 	return out, nil
 }

@@ -47,11 +47,11 @@ func ExampleEvaluator() {
 	report, _ := eval.Summarize(samples, 1)
 	report.WriteTable(os.Stdout)
 	// Output:
-	// category   tasks  traj  success  pass@1  tool acc  halluc  format err  turns     self-corr
-	// overall        8     8   100.0%  100.0%    100.0%    0.0%        0.0%   2.50  100.0% (1/1)
-	// integrity      2     2   100.0%  100.0%    100.0%    0.0%        0.0%   2.00       - (0/0)
-	// lint           1     1   100.0%  100.0%    100.0%    0.0%        0.0%   3.00  100.0% (1/1)
-	// seed           1     1   100.0%  100.0%    100.0%    0.0%        0.0%   4.00       - (0/0)
-	// sql-read       3     3   100.0%  100.0%    100.0%    0.0%        0.0%   2.00       - (0/0)
-	// sql-write      1     1   100.0%  100.0%    100.0%    0.0%        0.0%   3.00       - (0/0)
+	// category   tasks  traj  errors  success  pass@1  tool acc  halluc  format err  turns     self-corr
+	// overall        8     8       0   100.0%  100.0%    100.0%    0.0%        0.0%   2.50  100.0% (1/1)
+	// integrity      2     2       0   100.0%  100.0%    100.0%    0.0%        0.0%   2.00       - (0/0)
+	// lint           1     1       0   100.0%  100.0%    100.0%    0.0%        0.0%   3.00  100.0% (1/1)
+	// seed           1     1       0   100.0%  100.0%    100.0%    0.0%        0.0%   4.00       - (0/0)
+	// sql-read       3     3       0   100.0%  100.0%    100.0%    0.0%        0.0%   2.00       - (0/0)
+	// sql-write      1     1       0   100.0%  100.0%    100.0%    0.0%        0.0%   3.00       - (0/0)
 }

@@ -62,8 +62,12 @@ func ratio(num, den int) Rate {
 //     call (an error, a malformed call, or a result with no rows and no rows
 //     affected), the share that still succeeded.
 //
-// The call rates pool every call of every trajectory. A rate with nothing
-// to measure it on is null.
+// The call rates pool every call of every scored trajectory. A trajectory
+// ended by an infrastructure failure (a policy server's or a tool server's)
+// or that could not be scored says nothing about the policy: it is counted
+// in n_errors and left out of every rate; pass@k averages over the tasks
+// with at least k scored trajectories. A rate with nothing to measure it on
+// is null.
 type Metrics struct {
 	SuccessRate        Rate `json:"success_rate"`
 	PassAtK            Rate `json:"pass_at_k"`
@@ -74,14 +78,18 @@ type Metrics struct {
 	SelfCorrectionRate Rate `json:"self_correction_rate"`
 	NTasks             int  `json:"n_tasks"`
 	NTrajectories      int  `json:"n_trajectories"`
-	NSucceeded         int  `json:"n_succeeded"`
-	NCalls             int  `json:"n_calls"`
+	// NScored counts the trajectories the rates are over: NTrajectories
+	// less NErrors.
+	NScored    int `json:"n_scored"`
+	NSucceeded int `json:"n_succeeded"`
+	NCalls     int `json:"n_calls"`
 	// NSetback counts trajectories with a failed or empty tool call;
 	// NSelfCorrected those of them that succeeded.
 	NSetback       int `json:"n_setback"`
 	NSelfCorrected int `json:"n_self_corrected"`
 	// NErrors counts trajectories ended by an infrastructure failure (a
-	// sandbox or tool server failed) or that could not be scored.
+	// policy server, a sandbox or a tool server failed) or that could not
+	// be scored; they are left out of the rates.
 	NErrors int `json:"n_errors"`
 }
 
@@ -167,17 +175,19 @@ func (t *tally) add(s *Sample) {
 	if t.tasks == nil {
 		t.tasks = map[string][]bool{}
 	}
-	ok := s.Success()
 	if _, seen := t.tasks[s.Task.ID]; !seen {
 		t.order = append(t.order, s.Task.ID)
+		t.tasks[s.Task.ID] = nil
 	}
-	t.tasks[s.Task.ID] = append(t.tasks[s.Task.ID], ok)
 	t.trajs++
+	if s.Errored() {
+		t.errors++
+		return
+	}
+	ok := s.Success()
+	t.tasks[s.Task.ID] = append(t.tasks[s.Task.ID], ok)
 	if ok {
 		t.ok++
-	}
-	if s.ScoreError != "" || (s.Trajectory != nil && s.Trajectory.Error != "") {
-		t.errors++
 	}
 	if s.Trajectory != nil {
 		t.turns += len(s.Trajectory.Turns)
@@ -196,24 +206,29 @@ func (t *tally) add(s *Sample) {
 }
 
 func (t *tally) metrics(k int) (*Metrics, error) {
+	scored := t.trajs - t.errors
 	m := &Metrics{
-		SuccessRate:        ratio(t.ok, t.trajs),
+		SuccessRate:        ratio(t.ok, scored),
 		ToolAccuracy:       ratio(t.accurate, t.calls),
 		HallucinationRate:  ratio(t.hallucinated, t.calls),
 		FormatErrorRate:    ratio(t.malformed, t.calls),
-		MeanTurns:          ratio(t.turns, t.trajs),
+		MeanTurns:          ratio(t.turns, scored),
 		SelfCorrectionRate: ratio(t.corrected, t.setback),
 		NTasks:             len(t.tasks),
 		NTrajectories:      t.trajs,
+		NScored:            scored,
 		NSucceeded:         t.ok,
 		NCalls:             t.calls,
 		NSetback:           t.setback,
 		NSelfCorrected:     t.corrected,
 		NErrors:            t.errors,
 	}
-	sum := 0.0
+	sum, measured := 0.0, 0
 	for _, id := range t.order {
 		runs := t.tasks[id]
+		if len(runs) < k {
+			continue // fewer than k scored trajectories: pass@k is not measured on it
+		}
 		c := 0
 		for _, ok := range runs {
 			if ok {
@@ -225,10 +240,11 @@ func (t *tally) metrics(k int) (*Metrics, error) {
 			return nil, fmt.Errorf("task %q: %w", id, err)
 		}
 		sum += p
+		measured++
 	}
 	m.PassAtK = ratio(0, 0)
-	if len(t.tasks) > 0 {
-		m.PassAtK = Rate(sum / float64(len(t.tasks)))
+	if measured > 0 {
+		m.PassAtK = Rate(sum / float64(measured))
 	}
 	return m, nil
 }
@@ -262,7 +278,10 @@ func Summarize(samples []*Sample, k int) (*Report, error) {
 		return nil, fmt.Errorf("eval: %w", err)
 	}
 	n := 0
-	for _, c := range per {
+	for id, c := range per {
+		if c < k {
+			return nil, fmt.Errorf("eval: task %q: k=%d exceeds its %d samples", id, k, c)
+		}
 		if n == 0 || c < n {
 			n = c
 		}
@@ -278,10 +297,11 @@ func Summarize(samples []*Sample, k int) (*Report, error) {
 
 // WriteTable writes the report as a readable table: one row overall, one
 // per category (sorted); the first column left-aligned, the numbers right.
+// The errors column counts the trajectories left out of the rates.
 func (r *Report) WriteTable(w io.Writer) error {
-	rows := [][]string{{"category", "tasks", "traj", "success", fmt.Sprintf("pass@%d", r.K), "tool acc", "halluc", "format err", "turns", "self-corr"}}
+	rows := [][]string{{"category", "tasks", "traj", "errors", "success", fmt.Sprintf("pass@%d", r.K), "tool acc", "halluc", "format err", "turns", "self-corr"}}
 	row := func(name string, m *Metrics) {
-		rows = append(rows, []string{name, fmt.Sprint(m.NTasks), fmt.Sprint(m.NTrajectories),
+		rows = append(rows, []string{name, fmt.Sprint(m.NTasks), fmt.Sprint(m.NTrajectories), fmt.Sprint(m.NErrors),
 			pct(m.SuccessRate), pct(m.PassAtK), pct(m.ToolAccuracy), pct(m.HallucinationRate),
 			pct(m.FormatErrorRate), num(m.MeanTurns), fmt.Sprintf("%s (%d/%d)", pct(m.SelfCorrectionRate), m.NSelfCorrected, m.NSetback)})
 	}

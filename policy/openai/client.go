@@ -36,11 +36,19 @@ type Config struct {
 	Concurrency int
 	// HTTPClient sends the requests (default: a client of its own).
 	HTTPClient *http.Client
+	// MaxResponseBytes refuses an answer larger than this, with an error
+	// that says so (DefaultMaxResponseBytes when zero).
+	MaxResponseBytes int64
 }
+
+// DefaultMaxResponseBytes is the largest answer a client reads by default.
+const DefaultMaxResponseBytes = 64 << 20
 
 // Client sends chat-completions requests to one server and model.
 type Client struct {
 	base             string
+	shown            string // base with its password redacted, for messages
+	maxBody          int64
 	model, key       string
 	timeout, backoff time.Duration
 	retries          int
@@ -52,7 +60,7 @@ type Client struct {
 func NewClient(cfg Config) (*Client, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("openai: server URL %q: want http(s)://HOST[:PORT][/PATH]", cfg.URL)
+		return nil, fmt.Errorf("openai: server URL %q: want http(s)://HOST[:PORT][/PATH]", redact(cfg.URL))
 	}
 	if cfg.Model == "" {
 		return nil, errors.New("openai: no model name: the server's name for the model is required")
@@ -61,8 +69,11 @@ func NewClient(cfg Config) (*Client, error) {
 		u.Path = "/v1"
 	}
 	c := &Client{
-		base: strings.TrimSuffix(u.String(), "/"), model: cfg.Model, key: cfg.APIKey,
-		timeout: cfg.Timeout, backoff: cfg.Backoff, retries: cfg.MaxRetries, http: cfg.HTTPClient,
+		base: strings.TrimSuffix(u.String(), "/"), shown: strings.TrimSuffix(u.Redacted(), "/"), model: cfg.Model, key: cfg.APIKey,
+		timeout: cfg.Timeout, backoff: cfg.Backoff, retries: cfg.MaxRetries, http: cfg.HTTPClient, maxBody: cfg.MaxResponseBytes,
+	}
+	if c.maxBody <= 0 {
+		c.maxBody = DefaultMaxResponseBytes
 	}
 	if c.timeout <= 0 {
 		c.timeout = 5 * time.Minute
@@ -87,8 +98,33 @@ func NewClient(cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// URL returns the API's base URL.
-func (c *Client) URL() string { return c.base }
+// URL returns the API's base URL, a password in it redacted (xxxxx).
+func (c *Client) URL() string { return c.shown }
+
+// redact hides the password of a URL's user information in raw, which may
+// not parse as a URL.
+func redact(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
+	}
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return raw
+	}
+	authority := rest
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority = rest[:i]
+	}
+	at := strings.LastIndex(authority, "@")
+	if at < 0 {
+		return raw
+	}
+	user, _, hasPass := strings.Cut(authority[:at], ":")
+	if !hasPass {
+		return raw
+	}
+	return scheme + "://" + user + ":xxxxx" + rest[at:]
+}
 
 // Model returns the served model's name.
 func (c *Client) Model() string { return c.model }
@@ -131,6 +167,32 @@ type Function struct {
 	Arguments string `json:"arguments"`
 }
 
+// UnmarshalJSON reads a function whose arguments are a JSON text, as
+// OpenAI's API writes them, or a JSON object, as some servers do (Ollama's
+// native API, some proxies): an object is kept as its JSON text, so that
+// one such call does not fail the whole reply.
+func (f *Function) UnmarshalJSON(b []byte) error {
+	var v struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	f.Name, f.Arguments = v.Name, ""
+	args := bytes.TrimSpace(v.Arguments)
+	switch {
+	case len(args) == 0 || string(args) == "null":
+	case args[0] == '"':
+		if err := json.Unmarshal(args, &f.Arguments); err != nil {
+			return err
+		}
+	default:
+		f.Arguments = string(args) // an object (or another JSON value the tool will refuse)
+	}
+	return nil
+}
+
 // Response is a chat-completions response.
 type Response struct {
 	Choices []Choice `json:"choices"`
@@ -139,13 +201,18 @@ type Response struct {
 
 // Choice is one sampled reply.
 type Choice struct {
-	Index   int `json:"index"`
-	Message struct {
-		Content   *string    `json:"content"`
-		ToolCalls []ToolCall `json:"tool_calls"`
-	} `json:"message"`
+	Index int `json:"index"`
+	// Message is nil when the server sent none (or null): not an empty
+	// answer, an error.
+	Message *ReplyMessage `json:"message"`
 	// FinishReason is "stop", "length", "tool_calls" or "content_filter".
 	FinishReason string `json:"finish_reason"`
+}
+
+// ReplyMessage is a choice's message.
+type ReplyMessage struct {
+	Content   *string    `json:"content"`
+	ToolCalls []ToolCall `json:"tool_calls"`
 }
 
 // Usage counts a request's tokens in the server's tokenizer.
@@ -154,10 +221,11 @@ type Usage struct {
 	CompletionTokens int `json:"completion_tokens"`
 }
 
-// APIError is a server's error answer.
+// APIError is a server's error answer, or an answer the client refuses.
 type APIError struct {
 	Status  int
 	Message string
+	tooBig  bool // an answer over the client's size limit
 }
 
 func (e *APIError) Error() string {
@@ -169,6 +237,9 @@ func (e *APIError) Error() string {
 
 // temporary reports whether a retry may succeed.
 func (e *APIError) temporary() bool {
+	if e.tooBig {
+		return false
+	}
 	return e.Status == http.StatusRequestTimeout || e.Status == http.StatusTooManyRequests || e.Status >= 500
 }
 
@@ -236,14 +307,18 @@ func (c *Client) once(ctx context.Context, body []byte) (_ *Response, wait time.
 	res, err := c.http.Do(hr)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			return nil, 0, fmt.Errorf("POST %s/chat/completions: no answer within %v", c.base, c.timeout)
+			return nil, 0, fmt.Errorf("POST %s/chat/completions: no answer within %v", c.shown, c.timeout)
 		}
-		return nil, 0, fmt.Errorf("POST %s/chat/completions: %w", c.base, err)
+		return nil, 0, fmt.Errorf("POST %s/chat/completions: %w", c.shown, err)
 	}
 	defer res.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(res.Body, 64<<20))
+	b, err := io.ReadAll(io.LimitReader(res.Body, c.maxBody+1))
 	if err != nil {
-		return nil, 0, fmt.Errorf("POST %s/chat/completions: read answer: %w", c.base, err)
+		return nil, 0, fmt.Errorf("POST %s/chat/completions: read answer: %w", c.shown, err)
+	}
+	if int64(len(b)) > c.maxBody {
+		// Not retried: the server would answer as much again.
+		return nil, 0, &APIError{Status: res.StatusCode, Message: fmt.Sprintf("the answer is larger than %d bytes (the client's limit): refused unread", c.maxBody), tooBig: true}
 	}
 	if res.StatusCode != http.StatusOK {
 		if s, err := strconv.Atoi(res.Header.Get("Retry-After")); err == nil && s >= 0 {
@@ -253,14 +328,14 @@ func (c *Client) once(ctx context.Context, body []byte) (_ *Response, wait time.
 	}
 	var out Response
 	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, 0, fmt.Errorf("POST %s/chat/completions: answer is not a chat completion: %w: %s", c.base, err, clip(b))
+		return nil, 0, fmt.Errorf("POST %s/chat/completions: answer is not a chat completion: %w: %s", c.shown, err, clip(b))
 	}
 	if len(out.Choices) == 0 {
 		// Some servers answer 200 with an error object.
 		if m := errorMessage(b); m != "" {
 			return nil, 0, &APIError{Status: http.StatusInternalServerError, Message: m}
 		}
-		return nil, 0, fmt.Errorf("POST %s/chat/completions: answer has no choices: %s", c.base, clip(b))
+		return nil, 0, fmt.Errorf("POST %s/chat/completions: answer has no choices: %s", c.shown, clip(b))
 	}
 	return &out, 0, nil
 }
@@ -317,15 +392,15 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 	}
 	res, err := c.http.Do(hr)
 	if err != nil {
-		return nil, fmt.Errorf("GET %s/models: %w", c.base, err)
+		return nil, fmt.Errorf("GET %s/models: %w", c.shown, err)
 	}
 	defer res.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(res.Body, 8<<20))
 	if err != nil {
-		return nil, fmt.Errorf("GET %s/models: %w", c.base, err)
+		return nil, fmt.Errorf("GET %s/models: %w", c.shown, err)
 	}
 	if res.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s/models: %w", c.base, &APIError{Status: res.StatusCode, Message: errorMessage(b)})
+		return nil, fmt.Errorf("GET %s/models: %w", c.shown, &APIError{Status: res.StatusCode, Message: errorMessage(b)})
 	}
 	var v struct {
 		Data []struct {
@@ -333,7 +408,7 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
-		return nil, fmt.Errorf("GET %s/models: %w", c.base, err)
+		return nil, fmt.Errorf("GET %s/models: %w", c.shown, err)
 	}
 	names := make([]string, len(v.Data))
 	for i, m := range v.Data {
@@ -367,22 +442,22 @@ func (c *Client) Check(ctx context.Context, tools []json.RawMessage, probe Reque
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fmt.Errorf("cannot reach the chat-completions server at %s: %w", c.base, err)
+		return fmt.Errorf("cannot reach the chat-completions server at %s: %w", c.shown, err)
 	}
 	msg := strings.ToLower(ae.Message)
 	switch {
 	case ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden:
-		return fmt.Errorf("the server at %s refused the API key: %w", c.base, err)
+		return fmt.Errorf("the server at %s refused the API key: %w", c.shown, err)
 	case ae.Status == http.StatusNotFound && !strings.Contains(msg, "model"):
-		return fmt.Errorf("%s/chat/completions not found: is %s an OpenAI-compatible API base URL (often ending in /v1)? %w", c.base, c.base, err)
+		return fmt.Errorf("%s/chat/completions not found: is %s an OpenAI-compatible API base URL (often ending in /v1)? %w", c.shown, c.shown, err)
 	case strings.Contains(msg, "tool"):
-		return fmt.Errorf("the server at %s does not accept tool calls for model %q (start it with tool calling enabled, e.g. vLLM's --enable-auto-tool-choice --tool-call-parser, llama.cpp's --jinja): %w", c.base, c.model, err)
+		return fmt.Errorf("the server at %s does not accept tool calls for model %q (start it with tool calling enabled, e.g. vLLM's --enable-auto-tool-choice --tool-call-parser, llama.cpp's --jinja): %w", c.shown, c.model, err)
 	case strings.Contains(msg, strings.ToLower(c.model)) || strings.Contains(msg, "model") || ae.Status == http.StatusNotFound:
 		listed := ""
 		if names, lerr := c.Models(ctx); lerr == nil && len(names) > 0 {
 			listed = fmt.Sprintf(" (its /models lists: %s)", strings.Join(names, ", "))
 		}
-		return fmt.Errorf("the server at %s does not serve model %q%s: %w", c.base, c.model, listed, err)
+		return fmt.Errorf("the server at %s does not serve model %q%s: %w", c.shown, c.model, listed, err)
 	}
-	return fmt.Errorf("the server at %s refused a test request for model %q with tools: %w", c.base, c.model, err)
+	return fmt.Errorf("the server at %s refused a test request for model %q with tools: %w", c.shown, c.model, err)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/policy"
@@ -30,7 +31,22 @@ type Policy struct {
 	// sees. By default every request sends the sandbox's tools, which
 	// servers need to parse tool calls natively.
 	ToolsAsPrompted bool
+	// MaxCallsPerTurn caps the tool calls one reply may make, native calls
+	// and <tool_call> blocks in its text alike (DefaultMaxCallsPerTurn when
+	// zero): the reply is cut after the last call kept, so that a server
+	// answering 100 calls does not have them all run. An in-process policy
+	// stops a turn at its first call.
+	MaxCallsPerTurn int
 }
+
+// DefaultMaxCallsPerTurn is Policy.MaxCallsPerTurn's default.
+const DefaultMaxCallsPerTurn = 16
+
+// bytesPerToken bounds the bytes a reply may have per token of its
+// max_tokens: a server that ignores max_tokens has its reply cut there (and
+// read as cut off by the budget) instead of kept and encoded whole. No
+// tokenizer's tokens average near it.
+const bytesPerToken = 64
 
 // NewBatch implements policy.Policy. opts.StopIDs must hold the id of
 // </tool_call> and an end-of-turn id (the rollout's stop ids do): a reply
@@ -165,10 +181,14 @@ func (b *batch) generate(ctx context.Context, idx []int, maxNew int, out []polic
 				break
 			}
 			i := pending[got]
-			sample, r := b.sample(ch)
+			got++
+			if ch.Message == nil {
+				out[i] = policy.Sample{Err: fmt.Errorf("the server's choice %d has no message (null): not an answer", ch.Index)}
+				continue
+			}
+			sample, r := b.sample(ch, maxNew)
 			out[i] = sample
 			b.seqs[i].replies = append(b.seqs[i].replies, r)
-			got++
 		}
 		pending = pending[got:]
 	}
@@ -248,31 +268,58 @@ func (b *batch) messages(s *sequence) []Message {
 // sample turns one choice into the ids the rollout records: the text (the
 // content, then native calls as <tool_call> blocks), ending with
 // </tool_call> when the turn calls a tool, with the end-of-turn id when it
-// answers, and unstopped when the server ran out of max_tokens.
-func (b *batch) sample(ch Choice) (policy.Sample, reply) {
+// answers, and unstopped when the server ran out of max_tokens. A reply
+// longer than maxNew tokens could be (bytesPerToken) is cut there and
+// read as run out of max_tokens; one with more calls than MaxCallsPerTurn
+// is cut after the last call kept.
+func (b *batch) sample(ch Choice, maxNew int) (policy.Sample, reply) {
 	content := ""
 	if ch.Message.Content != nil {
 		content = *ch.Message.Content
 	}
+	finish := ch.FinishReason
+	limit := max(maxNew, 1) * bytesPerToken
+	if len(content) > limit {
+		content, finish = cutUTF8(content, limit), "length"
+	}
+	calls := ch.Message.ToolCalls
+	most := b.p.MaxCallsPerTurn
+	if most <= 0 {
+		most = DefaultMaxCallsPerTurn
+	}
+	if len(calls) > most {
+		calls = calls[:most]
+	}
 	r := reply{content: content}
 	text := content
-	if len(ch.Message.ToolCalls) > 0 {
-		r.calls = ch.Message.ToolCalls
-		text = Text(content, ch.Message.ToolCalls)
-	} else if ch.FinishReason == "stop" && unclosedCall(text) {
+	if len(calls) > 0 && finish != "length" {
+		r.calls = calls
+		text = Text(content, calls)
+		if len(text) > limit {
+			// Arguments past the budget: the turn ran out of max_tokens.
+			text, r.calls, finish = cutUTF8(text, limit), nil, "length"
+		}
+	} else if finish == "stop" && unclosedCall(text) {
 		// The server stopped at </tool_call> and, as OpenAI's API does,
 		// left the stop string out.
 		text += toolcall.CloseTag
 	}
+	if len(r.calls) == 0 && strings.Count(text, toolcall.CloseTag) > most {
+		// More <tool_call> blocks in the text than a turn may make: cut
+		// after the last one kept.
+		if ps := toolcall.Parse(text); len(ps) > most {
+			text = text[:ps[most-1].End]
+		}
+	}
 	ids := toInt32(b.p.Tokenizer.Encode(text))
 	s := policy.Sample{IDs: ids}
 	switch {
-	case strings.HasSuffix(text, toolcall.CloseTag) && ch.FinishReason != "length":
+	case strings.HasSuffix(text, toolcall.CloseTag) && finish != "length":
 		s.Stopped = true
 		if len(ids) == 0 || ids[len(ids)-1] != b.toolStop {
 			s.IDs = append(s.IDs, b.toolStop)
 		}
-	case ch.FinishReason == "length":
+	case finish == "length":
 	default:
 		s.Stopped = true
 		s.IDs = append(s.IDs, b.endTurn)
@@ -302,6 +349,17 @@ func Text(content string, calls []ToolCall) string {
 		b.WriteString(toolcall.RenderCall(chat.Call{Name: c.Function.Name, Arguments: args}))
 	}
 	return b.String()
+}
+
+// cutUTF8 returns s cut to at most n bytes, at a character boundary.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // unclosedCall reports whether text ends inside a <tool_call> block.

@@ -1,0 +1,56 @@
+package eval_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/mcprl/mcprl/chat"
+	"github.com/mcprl/mcprl/eval"
+	"github.com/mcprl/mcprl/reward"
+	"github.com/mcprl/mcprl/task"
+)
+
+// TestSummarizeLeavesErrorsOut: issue 29's case: one task whose server
+// failed must not read as a failure of the policy. The scored trajectories
+// all succeeded, so success and pass@k are 100%; the failures are counted
+// in n_errors; a task with fewer than k scored trajectories is left out of
+// pass@k; with every trajectory failed, no rate is defined.
+func TestSummarizeLeavesErrorsOut(t *testing.T) {
+	a, b, c := &task.Task{ID: "a", GroundTruthAssertions: []string{"x"}}, &task.Task{ID: "b", GroundTruthAssertions: []string{"x"}},
+		&task.Task{ID: "c", GroundTruthAssertions: []string{"x"}}
+	ok := func(tk *task.Task, i int) *eval.Sample {
+		return &eval.Sample{Task: tk, Index: i, Trajectory: &chat.Trajectory{Turns: []chat.Turn{{Text: "x"}}}, Assertions: reward.Score{Value: 1}}
+	}
+	failed := func(tk *task.Task, i int) *eval.Sample {
+		return &eval.Sample{Task: tk, Index: i, Trajectory: &chat.Trajectory{Error: "policy: HTTP 500"}, ScoreError: "not scored: policy: HTTP 500"}
+	}
+	samples := []*eval.Sample{ok(a, 0), ok(a, 1), ok(b, 0), ok(b, 1), failed(c, 0), failed(c, 1)}
+	rep, err := eval.Summarize(samples, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.SuccessRate != 1 || rep.PassAtK != 1 || rep.MeanTurns != 1 || rep.NErrors != 2 || rep.NScored != 4 || rep.NTrajectories != 6 || rep.NTasks != 3 {
+		t.Errorf("report %+v, want success and pass@2 100%% over the 4 scored, 2 errors", rep.Metrics)
+	}
+	var table bytes.Buffer
+	rep.WriteTable(&table)
+	if lines := strings.Split(table.String(), "\n"); !strings.Contains(lines[0], "errors") || !strings.Contains(lines[1], " 2 ") {
+		t.Errorf("table shows no errors:\n%s", table.String())
+	}
+	// One of b's two failed: b has 1 scored trajectory, below k=2.
+	samples[3] = failed(b, 1)
+	if rep, err = eval.Summarize(samples, 2); err != nil {
+		t.Fatal(err)
+	}
+	if rep.PassAtK != 1 || rep.SuccessRate != 1 || rep.NErrors != 3 {
+		t.Errorf("report %+v, want pass@2 over task a only", rep.Metrics)
+	}
+	all := []*eval.Sample{failed(a, 0), failed(b, 0)}
+	if rep, err = eval.Summarize(all, 1); err != nil {
+		t.Fatal(err)
+	}
+	if rep.SuccessRate.Defined() || rep.PassAtK.Defined() || rep.NErrors != 2 || rep.NScored != 0 {
+		t.Errorf("every trajectory failed: %+v", rep.Metrics)
+	}
+}
