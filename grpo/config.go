@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/mcprl/mcprl/reward"
+	"github.com/mcprl/mcprl/rollout"
 	"github.com/mcprl/mcprl/train"
 	"gopkg.in/yaml.v3"
 )
@@ -145,6 +146,15 @@ type Config struct {
 	// DynamicSamplingMaxRounds bounds the generation rounds per step when refilling (0: no bound).
 	DynamicSamplingMaxRounds int `yaml:"dynamic_sampling_max_rounds"`
 
+	// Recovery branching (docs/grpo.md): at a trajectory's first setback (an observation that matches
+	// RecoveryTriggers), fork its sandbox and sample RecoveryGenerations continuations from the same
+	// prefix; each continuation's own tokens get an advantage within its branch group, the prefix keeps
+	// the root's. At most RecoveryMaxBranchesPerStep roots a generation batch are branched.
+	RecoveryBranching          bool     `yaml:"recovery_branching"`
+	RecoveryGenerations        int      `yaml:"recovery_generations"`
+	RecoveryMaxBranchesPerStep int      `yaml:"recovery_max_branches_per_step"`
+	RecoveryTriggers           []string `yaml:"recovery_triggers"`
+
 	// Ignored lists the TRL keys found in the file that change nothing in mcprl (logging destinations,
 	// PyTorch precision and memory switches), as "key (line N)"; the CLI should mention them.
 	Ignored []string `yaml:"-"`
@@ -182,6 +192,10 @@ func Default() Config {
 		ScaleRewards:             ScaleGroup,
 		LossType:                 LossDAPO,
 		DynamicSamplingMaxRounds: defaultDynamicSamplingRounds,
+
+		RecoveryGenerations:        4,
+		RecoveryMaxBranchesPerStep: 4,
+		RecoveryTriggers:           append([]string(nil), rollout.AllTriggers...),
 
 		VLLMImportanceSamplingCorrection: true,
 		VLLMImportanceSamplingMode:       ISSequenceMask,
@@ -385,6 +399,19 @@ func (c *Config) Validate() error {
 	}
 	if c.DynamicSamplingMaxRounds < 0 {
 		bad("dynamic_sampling_max_rounds", "dynamic_sampling_max_rounds must be >= 0 (0: no bound), got %d", c.DynamicSamplingMaxRounds)
+	}
+	if c.RecoveryBranching {
+		if c.RecoveryGenerations < 2 {
+			bad("recovery_generations", "recovery_generations must be at least 2 to compute a branch group's advantages, got %d", c.RecoveryGenerations)
+		}
+		if c.RecoveryMaxBranchesPerStep < 1 {
+			bad("recovery_max_branches_per_step", "recovery_max_branches_per_step must be >= 1, got %d", c.RecoveryMaxBranchesPerStep)
+		}
+		if len(c.RecoveryTriggers) == 0 {
+			bad("recovery_triggers", "recovery_triggers must name at least one of %v", rollout.AllTriggers)
+		} else if _, err := rollout.NewTriggers(c.RecoveryTriggers); err != nil {
+			ck.Add("recovery_triggers", err)
+		}
 	}
 	return ck.Err()
 }

@@ -285,6 +285,7 @@ type scored struct {
 	traj   *chat.Trajectory
 	task   *task.Task
 	scores []float64
+	res    *rollout.Result // the rollout's result (its Setback, where recovery branching is on)
 }
 
 // generation is one generation batch, ready for its optimizer steps.
@@ -300,6 +301,9 @@ type generation struct {
 	metrics map[string]float64
 	// samples are the batch's trajectories as saved to completions.jsonl (their step set when logged).
 	samples []report.Completion
+	// baseMicroBatches are the root groups' micro-batches; recovery
+	// branches follow them (optimizerStep spreads those over the cycle).
+	baseMicroBatches int
 }
 
 // generate draws the next prompts, rolls out num_generations trajectories
@@ -321,6 +325,13 @@ func (t *Trainer) generate(ctx context.Context, st *train.State) (*generation, e
 	// understates the policy more the better it gets.
 	var sampled []scored
 	var sampledRewards []float64
+	// Every setback snapshot is released when the step's rollouts are done
+	// with, branched or not.
+	defer func() {
+		for _, it := range sampled {
+			it.res.Setback.Close()
+		}
+	}()
 	for round := 0; !batch.Full(); round++ {
 		if round > 0 && (!cfg.DynamicSampling || cfg.DynamicSamplingMaxRounds > 0 && round >= cfg.DynamicSamplingMaxRounds) {
 			break
@@ -385,6 +396,16 @@ func (t *Trainer) generate(ctx context.Context, st *train.State) (*generation, e
 	if gen.metrics, err = sampledMetrics(sampled, sampledRewards, n, cfg.ScaleRewards, t.Rewards); err != nil {
 		return nil, err
 	}
+	gen.baseMicroBatches = len(trajs) / cfg.PerDeviceTrainBatchSize
+	if cfg.RecoveryBranching {
+		rec, err := t.recover(ctx, groups, int64(st.Rounds))
+		st.Rounds++
+		if err != nil {
+			return nil, err
+		}
+		gen.addRecovery(rec, cfg.PerDeviceTrainBatchSize)
+	}
+	trajs = gen.trajs
 	if cfg.DynamicSampling {
 		gen.metrics["dynamic_sampling/dropped_groups"] = float64(batch.Dropped())
 		gen.metrics["dynamic_sampling/kept_reward_mean"] = adv.Reward
@@ -459,6 +480,21 @@ func (t *Trainer) nextJobs(st *train.State, count int) ([]rollout.Job, error) {
 // infrastructure failure ended (leaveOut), its fork's failure included, is
 // NaN.
 func (t *Trainer) rollout(ctx context.Context, jobs []rollout.Job, round int64) ([]scored, error) {
+	r, err := t.runner(round)
+	if err != nil {
+		return nil, err
+	}
+	results, err := r.Run(ctx, jobs)
+	if err != nil {
+		return nil, fmt.Errorf("grpo: rollout: %w", err)
+	}
+	return t.scoreResults(results), nil
+}
+
+// runner is the rollout runner of a generation round: the policy, the
+// sampling settings (the round seeds them) and the rewards; with
+// recovery_branching, the setback triggers.
+func (t *Trainer) runner(round int64) (*rollout.Runner, error) {
 	cfg := t.Config
 	// TRL's None: no limit but max_completion_length.
 	iters := math.MaxInt32
@@ -481,13 +517,22 @@ func (t *Trainer) rollout(ctx context.Context, jobs []rollout.Job, round int64) 
 		},
 		Rewards: t.Rewards,
 	}
-	results, err := r.Run(ctx, jobs)
-	if err != nil {
-		return nil, fmt.Errorf("grpo: rollout: %w", err)
+	if cfg.RecoveryBranching {
+		trig, err := rollout.NewTriggers(cfg.RecoveryTriggers)
+		if err != nil {
+			return nil, fmt.Errorf("grpo: %w", err)
+		}
+		r.Branching = trig
 	}
+	return r, nil
+}
+
+// scoreResults turns rollout results into scored items, a score NaN where
+// its function failed and every score NaN where the trajectory is left out.
+func (t *Trainer) scoreResults(results []*rollout.Result) []scored {
 	out := make([]scored, len(results))
 	for i, res := range results {
-		out[i] = scored{traj: res.Trajectory, task: res.Task, scores: make([]float64, len(t.Rewards))}
+		out[i] = scored{traj: res.Trajectory, task: res.Task, scores: make([]float64, len(t.Rewards)), res: res}
 		if leaveOut(res.Trajectory) {
 			for k := range out[i].scores {
 				out[i].scores[k] = math.NaN()
@@ -507,7 +552,7 @@ func (t *Trainer) rollout(ctx context.Context, jobs []rollout.Job, round int64) 
 			out[i].scores[k] = res.Scores[k].Value
 		}
 	}
-	return out, nil
+	return out
 }
 
 // leaveOut masks a trajectory that an infrastructure failure ended (its
@@ -742,11 +787,10 @@ func (gen *generation) samplingLogProbs(cfg *Config) (logp, mask []float32) {
 func (t *Trainer) optimizerStep(gen *generation, offset int, lr float64) (loss, gradNorm float64, metrics []map[string]float64, err error) {
 	cfg := t.Config
 	bs, ga := cfg.PerDeviceTrainBatchSize, cfg.GradientAccumulationSteps
-	perGen := len(gen.trajs) / bs
+	mbs := gen.stepMicroBatches(offset, ga, bs)
 	inGraphIS := t.isInGraph()
 	var is isSums
-	for k := 0; k < ga; k++ {
-		mb := (offset*ga + k) % perGen
+	for k, mb := range mbs {
 		tokens, attn, mask, adv, old, ref, isRatio, err := t.microBatch(gen, mb*bs, (mb+1)*bs)
 		if err != nil {
 			return 0, 0, nil, err
@@ -762,8 +806,9 @@ func (t *Trainer) optimizerStep(gen *generation, offset int, lr float64) (loss, 
 		if isRatio != nil {
 			args = append(args, isRatio)
 		}
+		last := k == len(mbs)-1
 		exec := t.accumulate
-		if k == ga-1 {
+		if last {
 			exec = t.apply
 			args = append(args, float32(lr))
 		}
@@ -789,7 +834,7 @@ func (t *Trainer) optimizerStep(gen *generation, offset int, lr float64) (loss, 
 				is.add(newISSums(v))
 			}
 		}
-		if k == ga-1 {
+		if last {
 			gradNorm = float64(tensors.ToScalar[float32](res[len(res)-1]))
 		}
 	}

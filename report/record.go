@@ -23,4 +23,11 @@ type Completion struct {
 	Rewards   map[string]*float64 `json:"rewards,omitempty"`
 	Reward    *float64            `json:"reward,omitempty"`
 	Advantage *float64            `json:"advantage,omitempty"`
+	// BranchOf is, for a recovery branch (a continuation sampled from a trajectory's setback), the Index
+	// of its root in the same Group; BranchTurn is how many of its turns are the root's (the turns up to
+	// and including the setback's) and BranchTrigger what the setback was. Its Advantage is within its
+	// branch group.
+	BranchOf      *int   `json:"branch_of,omitempty"`
+	BranchTurn    int    `json:"branch_turn,omitempty"`
+	BranchTrigger string `json:"branch_trigger,omitempty"`
 }
