@@ -402,6 +402,36 @@ func TestBrowserTrajectories(t *testing.T) {
 	p.checkClean(t, path)
 }
 
+// A recovery branch is shown right after its root, marked with where it
+// branched, and without the root's turns repeated.
+func TestBrowserRecoveryBranch(t *testing.T) {
+	run, err := Load("testdata/branching")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, path := openReport(t, 1200, run)
+	type browsed struct {
+		Heads  []string `json:"heads"`
+		Branch string   `json:"branch"`
+	}
+	got := evaluate[browsed](t, p, `({
+		heads: Array.from(document.querySelectorAll("#groups .card .card-head b")).map(e => e.textContent),
+		branch: document.querySelectorAll("#groups .card")[1].innerText,
+	})`)
+	if strings.Join(got.Heads, ",") != "#0,#2,#3,#1" {
+		t.Errorf("cards in the order %v, want each root followed by its branches: #0,#2,#3,#1", got.Heads)
+	}
+	for _, want := range []string{"branch of #0 after turn 1 (tool error)", "turns 1-1 as #0", "The table is customers.", "assistant, turn 2"} {
+		if !strings.Contains(got.Branch, want) {
+			t.Errorf("the branch's card lacks %q:\n%s", want, got.Branch)
+		}
+	}
+	if strings.Contains(got.Branch, "custmers") {
+		t.Errorf("the branch's card repeats its root's turns:\n%s", got.Branch)
+	}
+	p.checkClean(t, path)
+}
+
 func mustRead(t *testing.T, path string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(path)

@@ -70,6 +70,19 @@ type Trajectory struct {
 	Parts     map[string][]Part   `json:"parts,omitempty"`
 	Advantage *float64            `json:"advantage,omitempty"`
 	Success   *bool               `json:"success,omitempty"`
+	// BranchOf, BranchTurn and BranchTrigger mark a recovery branch: the Index of its root, how many of its
+	// turns are the root's, and the setback it was sampled from (Completion's).
+	BranchOf      *int   `json:"branch_of,omitempty"`
+	BranchTurn    int    `json:"branch_turn,omitempty"`
+	BranchTrigger string `json:"branch_trigger,omitempty"`
+}
+
+// rootIndex is the index a trajectory sorts under: its root's for a branch.
+func (t Trajectory) rootIndex() int {
+	if t.BranchOf != nil {
+		return *t.BranchOf
+	}
+	return t.Index
 }
 
 // Part is one weighted part of a composite reward.
@@ -301,6 +314,7 @@ func sampledSteps(comps []Completion) []SampledStep {
 		g.Trajectories = append(g.Trajectories, Trajectory{
 			Index: c.Index, Turns: clipTurns(c.Turns), Truncated: c.Truncated, Error: clip(c.Error),
 			Reward: c.Reward, Rewards: c.Rewards, Advantage: c.Advantage,
+			BranchOf: c.BranchOf, BranchTurn: c.BranchTurn, BranchTrigger: c.BranchTrigger,
 		})
 	}
 	var steps []int
@@ -319,7 +333,17 @@ func sampledSteps(comps []Completion) []SampledStep {
 		st := SampledStep{Step: s}
 		for _, id := range ids {
 			g := byStep[s][id]
-			sort.SliceStable(g.Trajectories, func(i, j int) bool { return g.Trajectories[i].Index < g.Trajectories[j].Index })
+			// A recovery branch comes right after its root (and its siblings).
+			sort.SliceStable(g.Trajectories, func(i, j int) bool {
+				a, b := g.Trajectories[i], g.Trajectories[j]
+				if a.rootIndex() != b.rootIndex() {
+					return a.rootIndex() < b.rootIndex()
+				}
+				if (a.BranchOf == nil) != (b.BranchOf == nil) {
+					return a.BranchOf == nil
+				}
+				return a.Index < b.Index
+			})
 			st.Groups = append(st.Groups, *g)
 		}
 		out = append(out, st)

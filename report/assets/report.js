@@ -230,6 +230,7 @@
 
   function trajectoryCard(t) {
     const head = el("div", { class: "card-head" }, el("b", { text: "#" + t.index }));
+    if (t.branch_of != null) head.append(el("span", { class: "pill branch", text: "branch of #" + t.branch_of + " after turn " + t.branch_turn + (t.branch_trigger ? " (" + t.branch_trigger.replace("_", " ") + ")" : "") }));
     if (t.reward != null) head.append(el("span", { class: "pill", text: "reward " + num(t.reward) }));
     if (t.advantage != null) head.append(el("span", { class: "pill " + (t.advantage > 0 ? "pos" : t.advantage < 0 ? "neg" : ""), text: "advantage " + (t.advantage > 0 ? "+" : "") + num(t.advantage) }));
     if (t.success != null) head.append(el("span", { class: "pill " + (t.success ? "pos" : "neg"), text: t.success ? "success" : "failure" }));
@@ -246,7 +247,13 @@
       card.append(tbl);
     }
     if (t.error) card.append(pre("ended: " + t.error, "error"));
+    if (t.branch_of != null) card.classList.add("branch");
     t.turns.forEach((turn, k) => {
+      if (t.branch_of != null && k < t.branch_turn) {
+        // The root's turns: shown once, on the root's card.
+        if (k === t.branch_turn - 1) card.append(el("div", { class: "role", text: "turns 1-" + t.branch_turn + " as #" + t.branch_of + ", up to its setback; then this branch:" }));
+        return;
+      }
       card.append(el("div", { class: "role", text: "assistant, turn " + (k + 1) }));
       card.append(pre(turn.text, "assistant"));
       for (const c of turn.calls || []) {
