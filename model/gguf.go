@@ -15,6 +15,8 @@ package model
 
 import (
 	"fmt"
+	"iter"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -65,6 +67,11 @@ func ConfigFromGGUF(r *gguf.Reader) (*Config, error) {
 			return nil, err
 		}
 		*f.dst = int(v)
+	}
+	// The block count decides how many tensors the import lists and reads: checked against the blocks the file
+	// holds tensors for first (block_count 2000000000 would otherwise allocate without bound).
+	if n := layerCount(tensorNames(r), "blk."); c.NumHiddenLayers > n {
+		return nil, fmt.Errorf("gguf %s: %s.block_count is %d, but the file holds tensors of %d blocks", r.Path(), arch, c.NumHiddenLayers, n)
 	}
 	c.NumKeyValueHeads = c.NumAttentionHeads
 	if v, err := r.Uint(arch + ".attention.head_count_kv"); err == nil {
@@ -122,6 +129,17 @@ func ConfigFromGGUF(r *gguf.Reader) (*Config, error) {
 		return nil, fmt.Errorf("gguf %s: %w", r.Path(), err)
 	}
 	return c, nil
+}
+
+// tensorNames lists the names of r's tensors.
+func tensorNames(r *gguf.Reader) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for i := range r.Tensors {
+			if !yield(r.Tensors[i].Name) {
+				return
+			}
+		}
+	}
 }
 
 // shortFloat rounds a value that GGUF stored as float32 (1e-5 reads 9.999999747378752e-06) to the shortest
@@ -183,6 +201,9 @@ func ImportGGUF(path, dir string, opts ImportOptions) (*Config, error) {
 		data, err := r.Float32(ggufName(p.name))
 		if err != nil {
 			return nil, err
+		}
+		if w := nonFinite(ggufName(p.name), data); w != "" {
+			slog.Warn("model: import " + path + ": tensor " + w + ": the model computes NaN wherever these values reach")
 		}
 		if grown(p.name) {
 			data = appendMeanRows(data, p.shape[1], len(opts.AddTokens))

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
+	"log/slog"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -31,6 +34,11 @@ type Model struct {
 	Ctx     *context.Context
 	// GenerationConfig is generation_config.json as loaded (written back by Save); nil means a default one.
 	GenerationConfig json.RawMessage
+
+	// NonFinite names the tensors Load found holding NaN or infinite values, with their counts ("name: 3 NaN,
+	// 0 infinite"). Load still loads them, and logs a warning for each (slog's default logger): such a model
+	// computes NaN wherever one of those values reaches, as it would in transformers.
+	NonFinite []string
 
 	mu         sync.Mutex
 	stepExec   *context.Exec
@@ -192,6 +200,10 @@ func Load(backend backends.Backend, dir string) (*Model, error) {
 		if err != nil {
 			return nil, err
 		}
+		if w := nonFinite(p.name, data); w != "" {
+			m.NonFinite = append(m.NonFinite, w)
+			slog.Warn("model: load " + dir + ": tensor " + w + ": the model computes NaN wherever these values reach")
+		}
 		m.setParam(p, data)
 	}
 	if _, err := os.Stat(filepath.Join(dir, AdapterDir, "adapter_config.json")); err == nil {
@@ -239,6 +251,13 @@ func openCheckpoint(dir string, cfg *Config) (*checkpoint, error) {
 	} else {
 		return nil, fmt.Errorf("read %s: %w", indexPath, err)
 	}
+	// The layer count decides how many parameters there are: checked against the tensors present before they
+	// are listed (config.json's num_hidden_layers 2000000000 would otherwise allocate without bound).
+	if n := layerCount(maps.Keys(ck.fileOf), "model.layers."); cfg.NumHiddenLayers > n {
+		ck.Close()
+		return nil, fmt.Errorf("load %s: config.json says num_hidden_layers %d, but the weights hold tensors of %d layers",
+			dir, cfg.NumHiddenLayers, n)
+	}
 	known := map[string]bool{}
 	for _, p := range cfg.params() {
 		known[p.name] = true
@@ -252,6 +271,41 @@ func openCheckpoint(dir string, cfg *Config) (*checkpoint, error) {
 			dir, name, cfg.Architectures, cfg.HiddenSize, cfg.NumHiddenLayers, cfg.TieWordEmbeddings)
 	}
 	return ck, nil
+}
+
+// layerCount is the number of distinct layer indices N among names of the form prefix+N+"." (model.layers.N. in
+// a safetensors checkpoint, blk.N. in GGUF).
+func layerCount(names iter.Seq[string], prefix string) int {
+	seen := map[string]bool{}
+	for name := range names {
+		rest, ok := strings.CutPrefix(name, prefix)
+		if !ok {
+			continue
+		}
+		idx, _, ok := strings.Cut(rest, ".")
+		if _, err := strconv.ParseUint(idx, 10, 31); ok && err == nil {
+			seen[idx] = true
+		}
+	}
+	return len(seen)
+}
+
+// nonFinite describes the NaN and infinite values of a tensor ("name: 3 NaN, 1 infinite of 4096 values"), or
+// returns "" when it has none.
+func nonFinite(name string, data []float32) string {
+	nan, inf := 0, 0
+	for _, v := range data {
+		switch {
+		case v != v:
+			nan++
+		case math.IsInf(float64(v), 0):
+			inf++
+		}
+	}
+	if nan == 0 && inf == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s: %d NaN, %d infinite of %d values", name, nan, inf, len(data))
 }
 
 // read returns p's values as float32, checking its shape.
