@@ -54,6 +54,11 @@ const DefaultN = 100
 // DefaultMaxListRows bounds the rows a list task's answer may hold.
 const DefaultMaxListRows = 25
 
+// DefaultInspectShare is the share of ordinary tasks with a two-step golden
+// (look, then query) when Options.InspectShare is nil: what the experiment
+// uses (docs/tasks.md).
+const DefaultInspectShare = 0.5
+
 // Options configures Generate.
 type Options struct {
 	// N is the number of tasks to write (DefaultN when zero). Fewer come
@@ -66,6 +71,13 @@ type Options struct {
 	DSN string
 	// MaxListRows bounds the rows of list tasks (DefaultMaxListRows when zero).
 	MaxListRows int
+	// InspectShare is the share of ordinary tasks whose golden looks
+	// before it queries (DefaultInspectShare when nil): a first call that
+	// reads the distinct values of the column the question filters on, or
+	// a few rows of the table it asks about, then the query. Which tasks
+	// is fixed by the question, not by the draw of other tasks. Goldens
+	// never follow a failed, empty or wrong result: SFT sees no recovery.
+	InspectShare *float64
 
 	traps *map[string]string // tests: receives each edge case's natural first query
 }
@@ -80,6 +92,13 @@ func Generate(ctx context.Context, fx *task.Fixture, opts Options) ([]task.Task,
 	}
 	if opts.MaxListRows <= 0 {
 		opts.MaxListRows = DefaultMaxListRows
+	}
+	if opts.InspectShare == nil {
+		share := DefaultInspectShare
+		opts.InspectShare = &share
+	}
+	if sh := *opts.InspectShare; sh < 0 || sh > 1 || sh != sh {
+		return nil, fmt.Errorf("taskgen: the share of two-step goldens must be in [0, 1], not %g", sh)
 	}
 	if !slices.Contains(fx.Config.Tools, task.ToolQueryDatabase) {
 		return nil, fmt.Errorf("taskgen: fixture %s does not enable %s (sandbox.yaml tools), which every generated task calls", fx.Name, task.ToolQueryDatabase)
@@ -284,7 +303,17 @@ func (g *gen) realize(c *cand) (bool, error) {
 	}
 	var msgs []chat.Message
 	var last *sqldb.Result
-	for _, st := range c.steps {
+	steps := c.steps
+	if look, ok := g.look(c); ok {
+		// The look is kept only where it shows rows, whole: a golden never
+		// reads an empty or failed result, and a look that cannot be
+		// shown does not change which questions are asked.
+		res, err := g.db.Query(g.ctx, look.sql)
+		if err == nil && len(res.Rows) > 0 && !res.Truncated {
+			steps = append([]step{look}, steps...)
+		}
+	}
+	for _, st := range steps {
 		res, err := g.db.Query(g.ctx, st.sql)
 		var qe *sqldb.QueryError
 		switch {

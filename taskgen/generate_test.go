@@ -153,8 +153,19 @@ func checkTasks(t *testing.T, fx *task.Fixture, tasks []task.Task, traps map[str
 			}
 		}
 		calls := traj.Calls()
-		if len(calls) != len(recorded) || len(calls) != 1 {
+		if len(calls) != len(recorded) || len(calls) < 1 || len(calls) > 2 {
 			t.Errorf("%s: %d calls replayed, %d observations recorded", tk.ID, len(calls), len(recorded))
+		}
+		if len(calls) == 2 {
+			// A two-step golden looks first, and what it looks at has rows:
+			// the golden never follows an empty or failed result.
+			look := string(calls[0].Call.Arguments)
+			if !strings.Contains(look, "SELECT DISTINCT") && !strings.Contains(look, "LIMIT 3") {
+				t.Errorf("%s: a two-step golden whose first call is no look: %s", tk.ID, look)
+			}
+			if cellOf(calls[0].Text) == "" && strings.Contains(calls[0].Text, "(0 rows)") {
+				t.Errorf("%s: the look saw no row: %s", tk.ID, calls[0].Text)
+			}
 		}
 		for j := range calls {
 			if calls[j].IsError {
@@ -529,5 +540,49 @@ func TestGenerateNeedsQueryTool(t *testing.T) {
 	}
 	if _, err := taskgen.Generate(context.Background(), fx, taskgen.Options{N: 5}); err == nil || !strings.Contains(err.Error(), "query_database") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// The share of two-step goldens (look, then query) is an option: none at
+// 0, every ordinary task but the lint ones at 1, about half by default;
+// the questions drawn do not depend on it.
+func TestGenerateInspectShare(t *testing.T) {
+	fx := loadFixture(t, "customers")
+	twoStep := func(share *float64) (int, int, []string) {
+		tasks := generate(t, fx, taskgen.Options{N: 120, Seed: 3, InspectShare: share})
+		n, two := 0, 0
+		var questions []string
+		for _, tk := range tasks {
+			questions = append(questions, tk.Task)
+			if len(tk.Golden) == 0 || tk.Category == "lint" {
+				continue
+			}
+			n++
+			calls := 0
+			for _, m := range tk.Golden {
+				calls += len(m.ToolCalls)
+			}
+			if calls == 2 {
+				two++
+			}
+		}
+		return two, n, questions
+	}
+	zero, one := 0.0, 1.0
+	two0, n0, q0 := twoStep(&zero)
+	two1, n1, q1 := twoStep(&one)
+	twoD, nD, qD := twoStep(nil)
+	if two0 != 0 || two1 != n1 || n1 == 0 {
+		t.Errorf("share 0: %d of %d two-step; share 1: %d of %d", two0, n0, two1, n1)
+	}
+	if f := float64(twoD) / float64(nD); f < 0.3 || f > 0.7 {
+		t.Errorf("default share: %d of %d two-step (%.2f), want about %.1f", twoD, nD, f, taskgen.DefaultInspectShare)
+	}
+	if strings.Join(q0, "\n") != strings.Join(q1, "\n") || strings.Join(q0, "\n") != strings.Join(qD, "\n") {
+		t.Error("the share changed which questions were drawn")
+	}
+	bad := 1.5
+	if _, err := taskgen.Generate(context.Background(), fx, taskgen.Options{N: 5, InspectShare: &bad}); err == nil {
+		t.Error("share 1.5 accepted")
 	}
 }

@@ -28,6 +28,7 @@ func newTasksGenerateCmd() *cobra.Command {
 		fixture, out, dsn, systemPrompt string
 		n                               int
 		seed                            uint64
+		inspectShare                    float64
 	)
 	cmd := &cobra.Command{
 		Use:   "generate --fixture DIR --out FILE [--n N] [--seed S] [--dsn DSN]",
@@ -36,8 +37,11 @@ func newTasksGenerateCmd() *cobra.Command {
 schema, foreign keys, value distributions and workspace files, and writes N tasks as JSONL (the format
 task.Load reads), the categories taking turns.
 
-Ordinary tasks (count, filter, list, join, null, date, empty, lint) have a golden trajectory: the one
-happy-path tool call, its recorded observation and an answer that states the result.
+Ordinary tasks (count, filter, list, join, null, date, empty, lint) have a golden trajectory: the
+happy-path tool call, its recorded observation and an answer that states the result. A share of them
+(--inspect-share, default 0.5) look first, as a careful engineer would: the golden reads the distinct
+values of the column the question filters on, or a few rows of its table, then queries. No golden ever
+follows a failed, empty or wrong result.
 
 Edge cases (case-variants, empty-first, nulls, renamed-column, look-alike-column, sql-error, lint-first)
 have no golden, only ground_truth_assertions: values stored in several spellings, a value asked in
@@ -60,7 +64,7 @@ Example:
 			if err != nil {
 				return err
 			}
-			tasks, err := taskgen.Generate(cmd.Context(), fx, taskgen.Options{N: n, Seed: seed, DSN: dsn})
+			tasks, err := taskgen.Generate(cmd.Context(), fx, taskgen.Options{N: n, Seed: seed, DSN: dsn, InspectShare: &inspectShare})
 			if err != nil {
 				return err
 			}
@@ -100,13 +104,24 @@ Example:
 					edge += perCat[c]
 				}
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "; %d edge cases without a golden trajectory\n", edge)
+			twoStep := 0
+			for i := range tasks {
+				calls := 0
+				for _, m := range tasks[i].Golden {
+					calls += len(m.ToolCalls)
+				}
+				if calls > 1 {
+					twoStep++
+				}
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "; %d edge cases without a golden trajectory; %d goldens look before they query (--inspect-share %g)\n", edge, twoStep, inspectShare)
 			if len(tasks) < n {
 				fmt.Fprintf(cmd.ErrOrStderr(), "note: the fixture offers only %d distinct questions (asked for %d)\n", len(tasks), n)
 			}
 			return nil
 		},
 	}
+	cmd.Flags().Float64Var(&inspectShare, "inspect-share", taskgen.DefaultInspectShare, "share of the ordinary tasks whose golden looks (distinct values of the filtered column, or a few rows) before it queries")
 	cmd.Flags().StringVar(&fixture, "fixture", "", "fixture directory (schema.sql, data.sql, sandbox.yaml), e.g. examples/fixtures/customers")
 	cmd.Flags().StringVar(&out, "out", "", "JSONL file to write the tasks to")
 	cmd.Flags().IntVar(&n, "n", taskgen.DefaultN, "number of tasks to generate")
