@@ -72,12 +72,13 @@ func TestExperimentQuick(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	// REUSE: another GRPO (on the edge cases alone) from the same SFT models and control, every model
-	// evaluated again (the reward may have changed since): with the same reward, the same numbers.
+	// REUSE: another GRPO (on the edge cases alone, with recovery branching) from the same SFT models and
+	// control, every model evaluated again (the reward may have changed since): with the same reward, the
+	// same numbers.
 	out2 := t.TempDir()
 	cmd2 := exec.CommandContext(ctx, "bash", "scripts/experiment.sh")
 	cmd2.Dir = cmd.Dir
-	cmd2.Env = append(os.Environ(), "QUICK=1", "OUT="+out2, "REUSE="+out, "GRPO_TASKS=edge", "GRPO_CONFIG=examples/experiment/grpo-edge.yaml")
+	cmd2.Env = append(os.Environ(), "QUICK=1", "OUT="+out2, "REUSE="+out, "GRPO_TASKS=edge", "GRPO_CONFIG=examples/experiment/grpo-recovery.yaml")
 	cmd2.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd2.Cancel = func() error { return syscall.Kill(-cmd2.Process.Pid, syscall.SIGKILL) }
 	if b, err := cmd2.CombinedOutput(); err != nil {
@@ -92,6 +93,9 @@ func TestExperimentQuick(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(out2, "seed-1", "eval-grpo.json")); err != nil {
 		t.Errorf("REUSE: GRPO not evaluated: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(out2, "seed-1", "grpo", "metrics.jsonl")); err != nil || !strings.Contains(string(b), `"recovery/branches"`) {
+		t.Errorf("REUSE with grpo-recovery.yaml: no recovery/branches in GRPO's metrics (%v)", err)
 	}
 	if b, err := os.ReadFile(filepath.Join(out2, "grpo_tasks.jsonl")); err != nil || len(b) == 0 || strings.Contains(string(b), `"golden"`) {
 		t.Errorf("REUSE with GRPO_TASKS=edge: GRPO's tasks must be the edge cases alone (%v)", err)
