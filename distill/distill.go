@@ -13,7 +13,6 @@ import (
 
 	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/eval"
-	"github.com/mcprl/mcprl/sft"
 	"github.com/mcprl/mcprl/task"
 	"github.com/mcprl/mcprl/toolcall"
 )
@@ -110,7 +109,7 @@ func Select(samples []*eval.Sample, opts Options) ([]task.Task, Stats) {
 // Golden writes a finished trajectory as a golden: per turn with a call,
 // an assistant message (the text before the call as content) and the
 // tool's result; then the final answer. It fails when the trajectory was
-// truncated or ended by an error, or when sft.GoldenTurns would not write
+// truncated or ended by an error, or when task.GoldenTurns would not write
 // its turns back exactly (a malformed call, text after a call).
 func Golden(tr *chat.Trajectory) ([]chat.Message, error) {
 	if tr.Error != "" {
@@ -145,7 +144,7 @@ func Golden(tr *chat.Trajectory) ([]chat.Message, error) {
 			chat.Message{Role: "tool", Name: c.Call.Name, Content: c.Text})
 		want = append(want, turn.Text)
 	}
-	got, err := sft.GoldenTurns(&task.Task{Golden: msgs})
+	got, err := task.GoldenTurns(&task.Task{Golden: msgs}, toolcall.RenderCall)
 	if err != nil {
 		return nil, err
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/distill"
-	"github.com/mcprl/mcprl/sft"
 	"github.com/mcprl/mcprl/task"
+	"github.com/mcprl/mcprl/toolcall"
 )
 
 const call = "<tool_call>\n{\"name\": \"query_database\", \"arguments\": {\"sql\": \"SELECT 1\"}}\n</tool_call>"
@@ -43,7 +43,7 @@ func TestGolden(t *testing.T) {
 	if err := json.Unmarshal(b.Bytes(), &back); err != nil {
 		t.Fatal(err)
 	}
-	turns, err := sft.GoldenTurns(&back)
+	turns, err := task.GoldenTurns(&back, toolcall.RenderCall)
 	if err != nil || len(turns) != 3 || turns[0] != tr.Turns[0].Text || turns[1] != tr.Turns[1].Text || turns[2] != "There is 1.<|im_end|>" {
 		t.Errorf("read back: %q, %v", turns, err)
 	}

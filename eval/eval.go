@@ -17,9 +17,9 @@ import (
 	"github.com/mcprl/mcprl/reward"
 	"github.com/mcprl/mcprl/rollout"
 	"github.com/mcprl/mcprl/sandbox"
-	"github.com/mcprl/mcprl/sft"
 	"github.com/mcprl/mcprl/task"
 	"github.com/mcprl/mcprl/tokenizer"
+	"github.com/mcprl/mcprl/toolcall"
 )
 
 // Config sizes an evaluation.
@@ -95,15 +95,18 @@ func Scripted(tok *tokenizer.Tokenizer, turns func(*task.Task) ([]string, error)
 	}
 }
 
-// Golden replays each task's golden trajectory (sft.GoldenTurns).
-func Golden(tok *tokenizer.Tokenizer) PolicyFor { return Scripted(tok, sft.GoldenTurns) }
+// Golden replays each task's golden trajectory (task.GoldenTurns).
+func Golden(tok *tokenizer.Tokenizer) PolicyFor { return Scripted(tok, goldenTurns) }
+
+// goldenTurns is task.GoldenTurns with calls in the <tool_call> form.
+func goldenTurns(t *task.Task) ([]string, error) { return task.GoldenTurns(t, toolcall.RenderCall) }
 
 // GoldenIterations is the number of tool-calling rounds the longest golden
 // trajectory of tasks needs (for Config.MaxToolCallingIterations).
 func GoldenIterations(tasks []task.Task) (int, error) {
 	iters := 0
 	for i := range tasks {
-		turns, err := sft.GoldenTurns(&tasks[i])
+		turns, err := goldenTurns(&tasks[i])
 		if err != nil {
 			return 0, err
 		}

@@ -30,37 +30,6 @@ type Example struct {
 	Sample report.Completion
 }
 
-// GoldenTurns returns the assistant turns of a task's golden trajectory as
-// the text the policy should write: content, then each tool call in the
-// Qwen/Hermes form ending with </tool_call> (where sampling stops, so each
-// call is one turn), and the final answer ending with <|im_end|>.
-func GoldenTurns(t *task.Task) ([]string, error) {
-	var turns []string
-	for i, m := range t.Golden {
-		if m.Role != "assistant" {
-			continue
-		}
-		// Sampling stops at </tool_call>, so each call is a turn of its own.
-		for j, c := range m.ToolCalls {
-			text := toolcall.RenderCall(c)
-			if j == 0 && m.Content != "" {
-				text = m.Content + "\n" + text
-			}
-			turns = append(turns, text)
-		}
-		if len(m.ToolCalls) == 0 {
-			if i != len(t.Golden)-1 {
-				return nil, fmt.Errorf("task %q: golden message %d: an assistant message without tool calls must be the last", t.ID, i)
-			}
-			turns = append(turns, m.Content+"<|im_end|>")
-		}
-	}
-	if len(turns) == 0 {
-		return nil, fmt.Errorf("task %q: no golden assistant turns", t.ID)
-	}
-	return turns, nil
-}
-
 // Demonstrated returns the jobs whose task has a golden trajectory, and
 // how many it left out: edge-case tasks carry only assertions (a verifier
 // is cheaper than a demonstration), which GRPO can use and SFT cannot.
@@ -81,7 +50,7 @@ func Examples(ctx context.Context, tok *tokenizer.Tokenizer, tpl *tokenizer.Temp
 	scripts := make([][][]int32, len(jobs))
 	iters := 0
 	for i, j := range jobs {
-		turns, err := GoldenTurns(j.Task)
+		turns, err := task.GoldenTurns(j.Task, toolcall.RenderCall)
 		if err != nil {
 			return nil, err
 		}

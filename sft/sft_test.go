@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/rollout"
 	"github.com/mcprl/mcprl/sandbox"
@@ -16,37 +15,8 @@ import (
 	"github.com/mcprl/mcprl/task"
 	"github.com/mcprl/mcprl/taskgen"
 	"github.com/mcprl/mcprl/tokenizer"
+	"github.com/mcprl/mcprl/toolcall"
 )
-
-func TestGoldenTurns(t *testing.T) {
-	tk := &task.Task{ID: "t", Golden: []chat.Message{
-		{Role: "assistant", Content: "Let me look.", ToolCalls: []chat.Call{
-			{Name: "query_database", Arguments: json.RawMessage(`{"sql": "SELECT 1"}`)},
-			{Name: "run_linter", Arguments: json.RawMessage(`{"path": "a.sql"}`)},
-		}},
-		{Role: "tool", Content: "1"},
-		{Role: "assistant", Content: "Done."},
-	}}
-	got, err := sft.GoldenTurns(tk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{
-		"Let me look.\n<tool_call>\n{\"name\": \"query_database\", \"arguments\": {\"sql\": \"SELECT 1\"}}\n</tool_call>",
-		"<tool_call>\n{\"name\": \"run_linter\", \"arguments\": {\"path\": \"a.sql\"}}\n</tool_call>",
-		"Done.<|im_end|>",
-	}
-	if strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("GoldenTurns =\n%q\nwant\n%q", got, want)
-	}
-	bad := &task.Task{ID: "b", Golden: []chat.Message{{Role: "assistant", Content: "too early"}, {Role: "assistant", Content: "x"}}}
-	if _, err := sft.GoldenTurns(bad); err == nil {
-		t.Error("an answer before the last message was accepted")
-	}
-	if _, err := sft.GoldenTurns(&task.Task{ID: "e"}); err == nil {
-		t.Error("a task without golden turns was accepted")
-	}
-}
 
 // Golden trajectories replayed through the rollout loop against the live
 // sandbox, then fine-tuned on: the loss on the assistant's tokens falls, and
@@ -175,7 +145,7 @@ func TestDemonstrated(t *testing.T) {
 		t.Fatalf("kept %d, skipped %d; %d of %d tasks are edge cases", len(kept), skipped, edge, len(tasks))
 	}
 	for _, j := range kept {
-		if _, err := sft.GoldenTurns(j.Task); err != nil {
+		if _, err := task.GoldenTurns(j.Task, toolcall.RenderCall); err != nil {
 			t.Error(err)
 		}
 	}

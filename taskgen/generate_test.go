@@ -16,7 +16,6 @@ import (
 	"github.com/mcprl/mcprl/reward"
 	"github.com/mcprl/mcprl/rollout"
 	"github.com/mcprl/mcprl/sandbox"
-	"github.com/mcprl/mcprl/sft"
 	"github.com/mcprl/mcprl/task"
 	"github.com/mcprl/mcprl/taskgen"
 	"github.com/mcprl/mcprl/tokenizer"
@@ -419,7 +418,7 @@ func TestGenerateOddities(t *testing.T) {
 }
 
 // TestGoldenThroughRollout runs the generated golden trajectories the way
-// SFT does (sft.GoldenTurns, tokenized, replayed by a scripted policy in
+// SFT does (task.GoldenTurns, tokenized, replayed by a scripted policy in
 // rollout.Runner against live sandboxes, token in/token out) and scores
 // each finished trajectory with verifiable: all must score 1.
 func TestGoldenThroughRollout(t *testing.T) {
@@ -445,7 +444,7 @@ func TestGoldenThroughRollout(t *testing.T) {
 		iters   int
 	)
 	for i := range tasks {
-		turns, err := sft.GoldenTurns(&tasks[i])
+		turns, err := task.GoldenTurns(&tasks[i], toolcall.RenderCall)
 		if err != nil {
 			t.Fatal(err)
 		}
