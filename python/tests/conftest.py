@@ -28,6 +28,19 @@ def mcprl(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     return out
 
 
+EPS32 = 2.0 ** -23  # float32's machine epsilon
+ROUNDING_FACTOR = 3
+
+
+def rounding_bound(reference_err: float, scale: float) -> float:
+    """How far from the float64 answer a float32 result may be: ROUNDING_FACTOR times the reference library's own
+    float32 distance from it on the same values, plus one float32 rounding of the largest value (as
+    model/llama_test.go's logitDiffs). It scales with float32's error on the computation at hand, so another CPU,
+    matmul engine or summation order does not cross it, and a wrong tensor or formula (errors of 1e-2 and more)
+    does."""
+    return ROUNDING_FACTOR * (reference_err + EPS32 * scale)
+
+
 def run_mcprl(binary: pathlib.Path, *args: str, stdin: str = "") -> str:
     """Runs mcprl and returns its stdout; a failure shows its stderr."""
     proc = subprocess.run([str(binary), *args], input=stdin, capture_output=True, text=True, cwd=REPO)
