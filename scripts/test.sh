@@ -2,6 +2,13 @@
 # The whole test suite: Go's, then python/tests (transformers, TRL and tokenizers as references) with pytest in
 # the pinned environment that scripts/test-setup.sh links at .venv. With MCPRL_TEST_POSTGRES unset, PostgreSQL
 # tests skip locally and fail under CI=true; without .venv the Python tests skip locally and fail under CI=true.
+#
+# The suite passes on any x86-64 CPU and both matmul engines (numeric bounds are derived from float64 references
+# and from the sums' rounding, never bare constants: docs/model.md, "Every CPU and engine"). To run it as another
+# CPU would, on this one:
+#   GODEBUG=cpu.avx2=off,cpu.avx512f=off,cpu.fma=off MCPRL_OPENBLAS=off bash scripts/test.sh  # no AVX2: scalar Go kernels, Go matmul
+#   GODEBUG=cpu.avx512f=off OPENBLAS_CORETYPE=Haswell bash scripts/test.sh                    # AVX2 without AVX-512
+#   MCPRL_OPENBLAS=off bash scripts/test.sh                                                    # the Go matmul engine
 set -euo pipefail
 cd "$(dirname "$0")/.."
 go vet ./...
