@@ -3,7 +3,6 @@ module github.com/mcprl/mcprl
 go 1.26.8
 
 require (
-	github.com/ardanlabs/jinja v1.8.0
 	github.com/chromedp/cdproto v0.160.1
 	github.com/chromedp/chromedp v0.24.0
 	github.com/coder/websocket v1.8.14

@@ -13,8 +13,10 @@
 // class is merged with a heap instead of tiktoken-go's quadratic loop, with
 // identical results (longpiece.go).
 //
-// Chat templates (Template) render with github.com/ardanlabs/jinja, with
-// tojson replaced by a Python json.dumps emulation (pyjson.go). Reduce makes a
+// Chat templates (Template) render with internal/jinja (a copy of
+// github.com/ardanlabs/jinja with limits on range, sizes, nesting and time,
+// as a template from a model's files needs), with tojson replaced by a
+// Python json.dumps emulation (pyjson.go). Reduce makes a
 // smaller vocabulary (bytes + first K merges + added tokens) that saves as an
 // ordinary tokenizer.json; Small is the embedded 2,048-id one.
 package tokenizer

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ardanlabs/jinja"
+	"github.com/mcprl/mcprl/internal/jinja"
 	"github.com/mcprl/mcprl/internal/pycompat"
 )
 
@@ -46,6 +46,9 @@ func pyToJSON(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, e
 	if v, ok := kwargs["indent"]; ok && !v.IsNone() && !v.IsUndefined() {
 		switch {
 		case v.IsInt():
+			if v.AsInt() > maxIndent {
+				return jinja.Undefined(), fmt.Errorf("tojson: indent %d is more than %d", v.AsInt(), maxIndent)
+			}
 			e.indent, e.hasIndent = strings.Repeat(" ", int(max(v.AsInt(), 0))), true
 		case v.IsString():
 			e.indent, e.hasIndent = v.AsString(), true
@@ -67,6 +70,10 @@ func pyToJSON(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, e
 	return jinja.NewString(sb.String()), nil
 }
 
+// maxIndent bounds tojson's indent: a chat template comes with a model's
+// files, and indent=10000000000 would allocate as many spaces per line.
+const maxIndent = 1 << 10
+
 type pyEncoder struct {
 	ensureASCII, sortKeys, hasIndent bool
 	indent, itemSep, keySep          string
@@ -80,6 +87,15 @@ func (e *pyEncoder) newline(sb *strings.Builder, level int) {
 }
 
 func (e *pyEncoder) encode(sb *strings.Builder, v jinja.Value, level int) error {
+	// Bounded as the template engine bounds what a template builds: Python
+	// raises on a value that holds itself (ValueError: Circular reference
+	// detected), and the text stops at the engine's limit.
+	if level > jinja.MaxDepth {
+		return fmt.Errorf("tojson: a value nested more than %d deep (a list or dict that holds itself?)", jinja.MaxDepth)
+	}
+	if sb.Len() > jinja.MaxBytes {
+		return fmt.Errorf("tojson: more than %d bytes (the template's limit)", jinja.MaxBytes)
+	}
 	switch {
 	case v.IsNone(), v.IsUndefined():
 		sb.WriteString("null")

@@ -8,9 +8,12 @@ import (
 	"io"
 	"strings"
 
-	"github.com/ardanlabs/jinja"
+	"github.com/mcprl/mcprl/internal/jinja"
 	"github.com/mcprl/mcprl/chat"
 )
+
+// renderTimeout bounds one render (a variable so that tests can shorten it).
+var renderTimeout = jinja.DefaultTimeout
 
 // Template is a compiled chat template (the Jinja chat_template of
 // tokenizer_config.json). Rendering matches Python Jinja2 with Hugging Face's
@@ -18,6 +21,13 @@ import (
 // - see pyjson.go, raise_exception) byte for byte; messages, tool schemas and tool-call
 // arguments are passed as ordered values so JSON key order survives.
 // A Template is safe for concurrent use.
+//
+// A chat template comes with a model's files, so a render is bounded as
+// Jinja2's sandbox (which transformers renders in) bounds range(): range
+// gives at most 100,000 items; and further, any string or the output at
+// most 32 MiB, any list 1,048,576 items, macro calls and value nesting 200
+// deep, the time 10 s (internal/jinja's limits). Past one, Render returns
+// an error naming it.
 type Template struct {
 	tmpl *jinja.Template
 	vars map[string]jinja.Value // special-token strings HF passes to every render
@@ -127,7 +137,7 @@ func (tp *Template) RenderVars(messages []chat.Message, tools []json.RawMessage,
 	}
 	data["add_generation_prompt"] = jinja.NewBool(addGenerationPrompt)
 	data[pyToJSONName] = pyToJSONValue
-	out, err := tp.tmpl.RenderValues(data)
+	out, err := tp.tmpl.RenderValuesWithin(data, renderTimeout)
 	if err != nil {
 		return "", fmt.Errorf("chat template: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 )
 
 // cachedBuiltins is a read-only scope populated once with all built-in
@@ -75,6 +76,18 @@ func builtinRange(args []Value, kwargs map[string]Value) (Value, error) {
 
 	if step == 0 {
 		return Undefined(), fmt.Errorf("range: step must not be zero")
+	}
+
+	// mcprl: at most MaxRange items, as Jinja2's sandbox (OverflowError
+	// "Range too big"), counted before any is made.
+	var count uint64
+	if step > 0 && start < stop {
+		count = (uint64(stop-start) + uint64(step) - 1) / uint64(step)
+	} else if step < 0 && start > stop {
+		count = (uint64(start-stop) + uint64(-step) - 1) / uint64(-step)
+	}
+	if count > MaxRange {
+		return Undefined(), &LimitError{Msg: fmt.Sprintf("range of %d items, more than %d (Jinja's sandbox MAX_RANGE)", count, MaxRange)}
 	}
 
 	var items []Value
@@ -364,7 +377,7 @@ func filterTojson(args []Value, kwargs map[string]Value) (Value, error) {
 	// the reflection-based encoder for correctness instead of duplicating
 	// indent state in the direct encoder.
 	if indent, ok := kwargs["indent"]; ok && !indent.IsNone() && !indent.IsUndefined() {
-		n := int(toInt64(indent))
+		n := min(max(int(toInt64(indent)), 0), 1<<10) // mcprl: strings.Repeat panics below 0
 		data, err := json.MarshalIndent(valueToGo(args[0]), "", strings.Repeat(" ", n))
 		if err != nil {
 			return NewString(""), nil
@@ -547,6 +560,7 @@ func filterJoin(args []Value, kwargs map[string]Value) (Value, error) {
 
 	list := args[0].AsList()
 	parts := make([]string, list.Len())
+	size := 0
 	for i, item := range list.Items {
 		if attr != "" && item.IsDict() {
 			v, ok := item.AsDict().Get(attr)
@@ -555,6 +569,8 @@ func filterJoin(args []Value, kwargs map[string]Value) (Value, error) {
 			}
 		}
 		parts[i] = printValue(item)
+		size += len(parts[i]) + len(sep)
+		checkBytes(size, "a joined string") // mcprl: before strings.Join allocates it
 	}
 
 	return NewString(strings.Join(parts, sep)), nil
@@ -776,6 +792,7 @@ func filterList(args []Value, kwargs map[string]Value) (Value, error) {
 		return v, nil
 	}
 	if v.IsString() {
+		checkItems(utf8.RuneCountInString(v.AsString()), "a list") // mcprl
 		runes := []rune(v.AsString())
 		items := make([]Value, len(runes))
 		for i, r := range runes {
@@ -831,6 +848,7 @@ func filterReplace(args []Value, kwargs map[string]Value) (Value, error) {
 		count = int(toInt64(c))
 	}
 
+	checkBytes(grownBytes(s, old, newStr, count), "a replaced string") // mcprl
 	return NewString(strings.Replace(s, old, newStr, count)), nil
 }
 
@@ -1081,6 +1099,12 @@ func filterIndent(args []Value, kwargs map[string]Value) (Value, error) {
 		indentFirst = f.IsTruthy()
 	}
 
+	// mcprl: a negative width indents by nothing (strings.Repeat panics),
+	// and the result is bounded before it is built.
+	width = max(width, 0)
+	if width > 0 && strings.Count(s, "\n")+1 > (MaxBytes-len(s))/width {
+		checkBytes(MaxBytes+1, "an indented string")
+	}
 	pad := strings.Repeat(" ", width)
 	lines := strings.Split(s, "\n")
 	for i, line := range lines {
@@ -1310,7 +1334,14 @@ func containsValue(container, item Value) bool {
 
 // valueToGo converts a Value back to a plain Go type suitable for
 // json.Marshal.
-func valueToGo(v Value) any {
+func valueToGo(v Value) any { return valueToGoAt(v, 0) }
+
+// valueToGoAt is valueToGo at nesting depth; mcprl: a value nested past
+// MaxDepth (a list that holds itself) stops the render.
+func valueToGoAt(v Value, depth int) any {
+	if depth > MaxDepth {
+		exceed("a value nested more than %d deep (a list or dict that holds itself?)", MaxDepth)
+	}
 	switch v.kind {
 	case KindUndefined, KindNone:
 		return nil
@@ -1326,14 +1357,14 @@ func valueToGo(v Value) any {
 		list := v.AsList()
 		out := make([]any, list.Len())
 		for i, item := range list.Items {
-			out[i] = valueToGo(item)
+			out[i] = valueToGoAt(item, depth+1)
 		}
 		return out
 	case KindDict:
 		d := v.AsDict()
 		out := make(map[string]any, d.Len())
 		for _, key := range d.Keys {
-			out[key] = valueToGo(d.Data[key])
+			out[key] = valueToGoAt(d.Data[key], depth+1)
 		}
 		return out
 	case KindCallable:

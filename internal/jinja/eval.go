@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unicode/utf8"
 )
 
 var (
@@ -47,6 +48,14 @@ type evaluator struct {
 	scope    *scope
 	builtins *scope
 	output   strings.Builder
+	lim      *limiter // mcprl: the render's limits, shared with nested evaluators
+}
+
+// write appends s to the output, counting it against the render's limit
+// (mcprl).
+func (e *evaluator) write(s string) {
+	e.lim.wrote(len(s))
+	e.output.WriteString(s)
 }
 
 func (e *evaluator) execNodes(nodes []node) error {
@@ -59,9 +68,10 @@ func (e *evaluator) execNodes(nodes []node) error {
 }
 
 func (e *evaluator) execNode(n node) error {
+	e.lim.step() // mcprl
 	switch nd := n.(type) {
 	case *textNode:
-		e.output.WriteString(nd.text)
+		e.write(nd.text)
 		return nil
 
 	case *outputNode:
@@ -69,7 +79,7 @@ func (e *evaluator) execNode(n node) error {
 		if err != nil {
 			return err
 		}
-		e.output.WriteString(printValue(val))
+		e.write(printValue(val))
 		return nil
 
 	case *ifNode:
@@ -137,6 +147,7 @@ func (e *evaluator) execFor(n *forNode) error {
 			items = append(items, NewString(key))
 		}
 	case iterVal.IsString():
+		checkItems(utf8.RuneCountInString(iterVal.AsString()), "a loop over a string") // mcprl
 		for _, r := range iterVal.AsString() {
 			items = append(items, NewString(string(r)))
 		}
@@ -183,6 +194,7 @@ func (e *evaluator) execFor(n *forNode) error {
 	child.set("loop", loop)
 
 	for i, item := range items {
+		e.lim.step() // mcprl: an empty body still counts
 		// Set loop variable(s).
 		if n.keyVar != "" {
 			// Destructuring: for key, val in items
@@ -269,6 +281,7 @@ func (e *evaluator) execSetBlock(n *setBlockNode) error {
 	bodyEval := evaluator{
 		scope:    e.scope,
 		builtins: e.builtins,
+		lim:      e.lim,
 	}
 	if err := bodyEval.execNodes(n.body); err != nil {
 		return err
@@ -293,7 +306,7 @@ func (e *evaluator) execMacro(n *macroNode) error {
 			} else if v, ok := kwargs[param.name]; ok {
 				child.set(param.name, v)
 			} else if param.defaultVal != nil {
-				defEval := evaluator{scope: child, builtins: e.builtins}
+				defEval := evaluator{scope: child, builtins: e.builtins, lim: e.lim}
 				defVal, err := defEval.evalExpr(param.defaultVal)
 				if err != nil {
 					return Undefined(), err
@@ -312,8 +325,11 @@ func (e *evaluator) execMacro(n *macroNode) error {
 		macroEval := evaluator{
 			scope:    child,
 			builtins: e.builtins,
+			lim:      e.lim,
 		}
 
+		e.lim.enter() // mcprl
+		defer e.lim.leave()
 		if err := macroEval.execNodes(body); err != nil {
 			return Undefined(), err
 		}
@@ -342,7 +358,10 @@ func (e *evaluator) execCall(n *callNode) error {
 		callerEval := evaluator{
 			scope:    child,
 			builtins: e.builtins,
+			lim:      e.lim,
 		}
+		e.lim.enter() // mcprl
+		defer e.lim.leave()
 		if err := callerEval.execNodes(body); err != nil {
 			return Undefined(), err
 		}
@@ -382,7 +401,7 @@ func (e *evaluator) execCall(n *callNode) error {
 		if err != nil {
 			return err
 		}
-		e.output.WriteString(printValue(result))
+		e.write(printValue(result))
 		return nil
 	}
 
@@ -399,7 +418,7 @@ func (e *evaluator) execCall(n *callNode) error {
 	if err != nil {
 		return err
 	}
-	e.output.WriteString(printValue(result))
+	e.write(printValue(result))
 	return nil
 }
 
@@ -408,6 +427,7 @@ func (e *evaluator) execFilterBlock(n *filterBlockNode) error {
 	bodyEval := evaluator{
 		scope:    e.scope,
 		builtins: e.builtins,
+		lim:      e.lim,
 	}
 	if err := bodyEval.execNodes(n.body); err != nil {
 		return err
@@ -424,12 +444,12 @@ func (e *evaluator) execFilterBlock(n *filterBlockNode) error {
 		if err != nil {
 			return err
 		}
-		e.output.WriteString(printValue(result))
+		e.write(printValue(result))
 		return nil
 	}
 
 	// For more complex filter expressions, just output the body.
-	e.output.WriteString(bodyStr)
+	e.write(bodyStr)
 	return nil
 }
 
@@ -437,7 +457,17 @@ func (e *evaluator) execFilterBlock(n *filterBlockNode) error {
 // Expression evaluation
 // =============================================================================
 
+// evalExpr evaluates ex; mcprl: a string or list it produces over the
+// limits stops the render.
 func (e *evaluator) evalExpr(ex expr) (Value, error) {
+	v, err := e.evalExpr0(ex)
+	if err == nil {
+		checkValue(v)
+	}
+	return v, err
+}
+
+func (e *evaluator) evalExpr0(ex expr) (Value, error) {
 	switch n := ex.(type) {
 	case *litExpr:
 		return n.val, nil
@@ -754,6 +784,14 @@ func resolveSlice(n *sliceExpr, e *evaluator, length int) (int, int, int) {
 		}
 	}
 
+	// mcprl: clamped into the sequence as Python's slice.indices does (the
+	// same items), so that a slice [0:10**18:2] neither loops nor allocates
+	// past the sequence.
+	lo, hi := 0, length
+	if step < 0 {
+		lo, hi = -1, length-1
+	}
+	start, stop = min(max(start, lo), hi), min(max(stop, lo), hi)
 	return start, stop, step
 }
 
@@ -1040,6 +1078,11 @@ func (e *evaluator) stringMethod(obj Value, method string) (Value, error) {
 				return NewList(items), nil
 			}
 			sep := printValue(args[0])
+			if sep != "" {
+				checkItems(strings.Count(s, sep)+1, "a split") // mcprl
+			} else {
+				checkItems(utf8.RuneCountInString(s), "a split") // mcprl
+			}
 			parts := strings.Split(s, sep)
 			items := make([]Value, len(parts))
 			for i, p := range parts {
@@ -1075,6 +1118,7 @@ func (e *evaluator) stringMethod(obj Value, method string) (Value, error) {
 			if len(args) > 2 {
 				count = int(toInt64(args[2]))
 			}
+			checkBytes(grownBytes(s, old, newStr, count), "a replaced string") // mcprl
 			return NewString(strings.Replace(s, old, newStr, count)), nil
 		}), nil
 
@@ -1135,6 +1179,7 @@ func (e *evaluator) stringMethod(obj Value, method string) (Value, error) {
 			result := s
 			for i, arg := range args {
 				placeholder := fmt.Sprintf("{%d}", i)
+				checkBytes(grownBytes(result, placeholder, printValue(arg), -1), "a formatted string") // mcprl
 				result = strings.ReplaceAll(result, placeholder, printValue(arg))
 				result = strings.Replace(result, "{}", printValue(arg), 1)
 			}
@@ -1160,6 +1205,7 @@ func (e *evaluator) listMethod(obj Value, method string) (Value, error) {
 	case "append":
 		return NewCallable("list.append", func(args []Value, kwargs map[string]Value) (Value, error) {
 			if len(args) > 0 {
+				checkItems(list.Len()+1, "a list") // mcprl
 				list.Append(args[0])
 			}
 			return None(), nil
@@ -1191,6 +1237,7 @@ func (e *evaluator) listMethod(obj Value, method string) (Value, error) {
 				return None(), nil
 			}
 			idx := min(max(int(toInt64(args[0])), 0), list.Len())
+			checkItems(list.Len()+1, "a list") // mcprl
 			list.Items = append(list.Items, Undefined())
 			copy(list.Items[idx+1:], list.Items[idx:])
 			list.Items[idx] = args[1]
@@ -1320,7 +1367,16 @@ func subValues(a, b Value) Value {
 
 func mulValues(a, b Value) Value {
 	if a.IsString() && b.IsInt() {
-		return NewString(strings.Repeat(a.AsString(), int(b.AsInt())))
+		// mcprl: a negative count is "" as in Python (strings.Repeat
+		// panics), and the result is bounded before it is allocated.
+		s, n := a.AsString(), b.AsInt()
+		if n <= 0 || s == "" {
+			return NewString("")
+		}
+		if n > int64(MaxBytes/len(s)) {
+			checkBytes(MaxBytes+1, "a repeated string")
+		}
+		return NewString(strings.Repeat(s, int(n)))
 	}
 	if a.IsFloat() || b.IsFloat() {
 		return NewFloat(toFloat64(a) * toFloat64(b))

@@ -3,6 +3,7 @@ package jinja
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Template is a compiled Jinja template ready for rendering.
@@ -37,21 +38,39 @@ func (t *Template) Render(data map[string]any) (string, error) {
 		vals[k] = FromGoValue(v)
 	}
 
-	return render(t.nodes, vals)
+	return render(t.nodes, vals, DefaultTimeout)
 }
 
 // RenderValues is like Render but accepts pre-converted Value data.
 func (t *Template) RenderValues(data map[string]Value) (string, error) {
-	return render(t.nodes, data)
+	return render(t.nodes, data, DefaultTimeout)
+}
+
+// RenderValuesWithin is RenderValues with timeout in place of
+// DefaultTimeout (mcprl).
+func (t *Template) RenderValuesWithin(data map[string]Value, timeout time.Duration) (string, error) {
+	return render(t.nodes, data, timeout)
 }
 
 // =============================================================================
 
 // render executes the AST with the given data and returns the result.
-func render(nodes []node, data map[string]Value) (string, error) {
+// mcprl: within the limits of limits.go and timeout; a limit passed, or a
+// panic of the engine on a hostile template, is returned as an error.
+func render(nodes []node, data map[string]Value, timeout time.Duration) (_ string, err error) {
 	e := evaluator{
 		output: strings.Builder{},
+		lim:    &limiter{deadline: time.Now().Add(timeout), timeout: timeout},
 	}
+	defer func() {
+		if r := recover(); r != nil {
+			if le, ok := r.(*LimitError); ok {
+				err = le
+				return
+			}
+			err = fmt.Errorf("jinja: the template failed: %v", r)
+		}
+	}()
 
 	// Use the cached builtins scope directly. The scope is initialized
 	// once at package init and is only read after that (lookupFilter,

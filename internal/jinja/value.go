@@ -169,7 +169,14 @@ func (v Value) AsCallable() *Callable {
 // =============================================================================
 
 // String returns a Python-style string representation of the value.
+// mcprl: a list or dict is written by writeRepr, which bounds its size and
+// nesting (a render stops there; see limits.go).
 func (v Value) String() string {
+	if v.kind == KindList || v.kind == KindDict {
+		var b strings.Builder
+		v.writeRepr(&b, 0)
+		return b.String()
+	}
 	switch v.kind {
 	case KindUndefined:
 		return "Undefined"
@@ -224,6 +231,40 @@ func (v Value) String() string {
 	}
 
 	return "Undefined"
+}
+
+// writeRepr writes v's String to b, a list's or dict's items in turn, and
+// stops the render past MaxDepth of nesting or MaxBytes of text (mcprl).
+func (v Value) writeRepr(b *strings.Builder, depth int) {
+	if depth > MaxDepth {
+		exceed("a value nested more than %d deep (a list or dict that holds itself?)", MaxDepth)
+	}
+	switch v.kind {
+	case KindList:
+		b.WriteByte('[')
+		for i, item := range v.v.(*List).Items {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			item.writeRepr(b, depth+1)
+			checkBytes(b.Len(), "a printed list")
+		}
+		b.WriteByte(']')
+	case KindDict:
+		d := v.v.(*Dict)
+		b.WriteByte('{')
+		for i, key := range d.Keys {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(b, "'%s': ", key)
+			d.Data[key].writeRepr(b, depth+1)
+			checkBytes(b.Len(), "a printed dict")
+		}
+		b.WriteByte('}')
+	default:
+		b.WriteString(v.String())
+	}
 }
 
 // Equals reports whether v and other hold the same value.
