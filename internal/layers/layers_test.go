@@ -25,6 +25,9 @@ var forbidden = map[string][]string{
 	"reward":        {gomlx},
 	"rollout":       {gomlx},
 	"sandbox":       {gomlx},
+	"envserver":     {gomlx},
+	"report":        {gomlx, mcpSDK},
+	"gguf":          {gomlx, mcpSDK},
 }
 
 // TestLayers runs `go list -deps` on each package and fails, naming the
