@@ -91,7 +91,7 @@ func TestFinishCancelledOnDisconnect(t *testing.T) {
 }
 
 // TestInlineAssertionsCapped: a task given inline with more assertions
-// than the server's limit is refused at reset.
+// than the server's limit, or a broken one, is refused at reset.
 func TestInlineAssertionsCapped(t *testing.T) {
 	_, hs := newServer(t, envserver.Options{MaxAssertions: 2})
 	c := dial(t, hs)
@@ -101,6 +101,11 @@ func TestInlineAssertionsCapped(t *testing.T) {
 		t.Fatalf("3 assertions under a cap of 2: %+v", e)
 	}
 	c.observation("reset", map[string]any{"task": "q", "fixture": "customers", "ground_truth_assertions": []string{"SELECT 1", "SELECT 1"}})
+	// A broken one is refused at reset, not at finish.
+	r = c.send("reset", map[string]any{"task": "q", "fixture": "customers", "ground_truth_assertions": []string{"SELECT 1", "exit_code =="}})
+	if e := r.err(t); e.Code != envserver.CodeValidation || !strings.Contains(e.Message, "ground_truth_assertions[1]") {
+		t.Fatalf("a broken inline assertion: %+v", e)
+	}
 }
 
 // TestMCPRefusesCrossSite: issue 29's cross-site POST /mcp (text/plain, a

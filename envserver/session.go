@@ -190,6 +190,9 @@ func (sess *session) reset(data json.RawMessage) (StepResult, *protoError) {
 				return StepResult{}, validation("ground_truth_assertions", fmt.Sprintf("%d assertions, more than the server's limit of %d", n, most))
 			}
 			t.GroundTruthAssertions = *d.GroundTruthAssertions
+			if field, err := reward.CheckTask(t); err != nil {
+				return StepResult{}, validation(field, err.Error())
+			}
 		}
 		if d.StateAssertions != nil {
 			t.StateAssertions = *d.StateAssertions

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/mcprl/mcprl/model"
+	"github.com/mcprl/mcprl/reward"
 	"github.com/mcprl/mcprl/rollout"
 	"github.com/mcprl/mcprl/sandbox"
 	"github.com/mcprl/mcprl/task"
@@ -117,7 +118,7 @@ func (l *Loaded) loadTasks(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	l.Tasks, err = task.Load(o.Tasks, task.LoadOptions{Fixtures: fixtures, SkipBad: true})
+	l.Tasks, err = task.Load(o.Tasks, task.LoadOptions{Fixtures: fixtures, SkipBad: true, Check: reward.CheckTask})
 	var skip *task.SkipError
 	if errors.As(err, &skip) {
 		if !o.SkipBad {

@@ -25,6 +25,11 @@ type LoadOptions struct {
 	// the good tasks together with a *SkipError listing each skipped line.
 	// Without it Load stops at the first bad line and returns its *LineError.
 	SkipBad bool
+	// Check, when set, validates each task that parsed (reward.CheckTask
+	// compiles its assertions): an error makes the line bad, reported with
+	// the file, the line and the field Check names, so that a broken
+	// assertion fails at loading rather than at scoring.
+	Check func(*Task) (field string, err error)
 }
 
 // LineError is one bad line of a tasks file.
@@ -197,6 +202,11 @@ func parseLine(line []byte, opts LoadOptions) (Task, string, error) {
 	for i, m := range t.Golden {
 		if field, err := checkMessage(m); err != nil {
 			return t, fmt.Sprintf("golden[%d]%s", i, field), err
+		}
+	}
+	if opts.Check != nil {
+		if field, err := opts.Check(&t); err != nil {
+			return t, field, err
 		}
 	}
 	return t, "", nil

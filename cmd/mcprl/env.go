@@ -64,7 +64,7 @@ Example:
 				return err
 			}
 			if tasksPath != "" {
-				if opts.Tasks, err = task.Load(tasksPath, task.LoadOptions{Fixtures: fxs}); err != nil {
+				if opts.Tasks, err = task.Load(tasksPath, task.LoadOptions{Fixtures: fxs, Check: reward.CheckTask}); err != nil {
 					return err
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -68,5 +69,27 @@ func TestEvalServerFailuresShown(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "1 of 8 trajectories failed") {
 		t.Errorf("stderr:\n%s", stderr)
+	}
+}
+
+// TestBrokenAssertionFailsAtLoading: eval (through inputs) and score refuse
+// a tasks file with a broken assertion at loading, naming file, line and
+// field, instead of failing at scoring.
+func TestBrokenAssertionFailsAtLoading(t *testing.T) {
+	path := t.TempDir() + "/tasks.jsonl"
+	body := `{"id": "ok", "task": "How many customers?", "fixture": "customers", "ground_truth_assertions": ["SELECT COUNT(*) FROM customers"]}
+{"id": "bad", "task": "How many customers?", "fixture": "customers", "ground_truth_assertions": ["SELEC COUNT(*) FROM customers"]}
+`
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := path + ":2: field ground_truth_assertions[0]"
+	if _, _, err := runCmd("eval", "--golden", "--tasks", path, "--fixtures", fixturesRoot); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("eval: %v, want %q", err, want)
+	}
+	completions := t.TempDir() + "/c.jsonl"
+	os.WriteFile(completions, []byte(`{"task_id": "ok", "completion": "x"}`+"\n"), 0o644)
+	if _, _, err := runCmd("score", "--reward", "assertions", "--tasks", path, "--fixtures", fixturesRoot, "--completions", completions); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("score: %v, want %q", err, want)
 	}
 }

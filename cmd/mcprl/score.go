@@ -101,7 +101,7 @@ func runScore(ctx context.Context, o scoreOptions, stdout, stderr io.Writer) err
 		}
 	}
 	if o.tasks != "" {
-		ts, err := task.Load(o.tasks, task.LoadOptions{Fixtures: fixtures})
+		ts, err := task.Load(o.tasks, task.LoadOptions{Fixtures: fixtures, Check: reward.CheckTask})
 		if err != nil {
 			return err
 		}
