@@ -191,6 +191,17 @@ func ClaimOutputDir(dir string, resume, overwrite bool) (_ *rundir.Lock, checkpo
 	if resume && overwrite {
 		return nil, "", errors.New("give --resume or --overwrite_output_dir, not both")
 	}
+	if resume {
+		// Nothing to resume: say so rather than make the folder (with an
+		// empty run.lock) and fail after.
+		if st, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+			return nil, "", fmt.Errorf("--resume: output dir %s does not exist, so there is no run to resume (drop --resume to start one there)", dir)
+		} else if err != nil {
+			return nil, "", fmt.Errorf("--resume: output dir: %w", err)
+		} else if !st.IsDir() {
+			return nil, "", fmt.Errorf("--resume: output dir %s is not a directory", dir)
+		}
+	}
 	lock, err := rundir.Acquire(dir)
 	if err != nil {
 		return nil, "", err

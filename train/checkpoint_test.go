@@ -1,8 +1,10 @@
 package train
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -30,5 +32,24 @@ func TestLatestCheckpointSkipsPartialWrites(t *testing.T) {
 	}
 	if got, err := LatestCheckpoint(filepath.Join(dir, "missing")); got != "" || err != nil {
 		t.Errorf("LatestCheckpoint(missing dir) = %q, %v", got, err)
+	}
+}
+
+// TestResumeMissingDir: --resume on a folder that does not exist is an
+// error, and the folder is not made (it used to be, with an empty run.lock).
+func TestResumeMissingDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "no-such-run")
+	lock, _, err := ClaimOutputDir(dir, true, false)
+	if err == nil || !strings.Contains(err.Error(), "does not exist") {
+		lock.Release()
+		t.Fatalf("ClaimOutputDir(missing, resume): %v", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the missing folder was made: %v", err)
+	}
+	file := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(file, nil, 0o644)
+	if _, _, err := ClaimOutputDir(file, true, false); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("ClaimOutputDir(file, resume): %v", err)
 	}
 }
