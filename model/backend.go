@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 
 	"github.com/gomlx/gomlx/backends"
@@ -22,7 +23,21 @@ const DefaultBackendConfig = "ops_sequential"
 // on internal/kernels' Go loops, and its float32 matmuls on the machine's OpenBLAS when one is installed
 // (libopenblas0; see MatmulEngine), on simplego's own Go kernel otherwise.
 // config "" means DefaultBackendConfig; otherwise it is simplego's comma-separated option list.
+// $GOMLX_BACKEND, when set and config is "", names the engine instead, as it does for auto (see Engine):
+// GOMLX_BACKEND=xla runs every test and benchmark built on NewBackend on XLA.
 func NewBackend(config string) (backends.Backend, error) {
+	if config == "" && os.Getenv(backends.ConfigEnvVar) != "" {
+		eb, err := OpenEngine(EngineAuto)
+		if err != nil {
+			return nil, err
+		}
+		return eb.Backend, nil
+	}
+	return newSimpleGo(config)
+}
+
+// newSimpleGo is NewBackend's simplego backend, whatever $GOMLX_BACKEND says.
+func newSimpleGo(config string) (backends.Backend, error) {
 	if config == "" {
 		config = DefaultBackendConfig
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomlx/gomlx/backends/simplego"
 	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
@@ -154,7 +155,7 @@ func BenchmarkTrainStep(b *testing.B) {
 		return ts[1]
 	}
 	noGoKernels, stock := 0.0, 0.0
-	if kernels.SetGoKernels(false) {
+	if m.Backend.Name() == simplego.BackendName && kernels.SetGoKernels(false) { // internal/kernels is simplego's only
 		noGoKernels = median3()
 		if kernels.SetOpenBLAS(false) {
 			stock = median3()

@@ -136,7 +136,7 @@ func OpenEngine(setting Engine) (*EngineBackend, error) {
 		}
 		eb.Fallback = err
 	}
-	if eb.Backend, err = NewBackend(""); err != nil {
+	if eb.Backend, err = newSimpleGo(""); err != nil {
 		return nil, err
 	}
 	eb.Engine = EngineSimpleGo

@@ -11,8 +11,13 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 )
 
+// testBackend opens the engine the package's tests run on: simplego (or $GOMLX_BACKEND's, see NewBackend), or
+// the one TestOnEngines runs them on (testEngine).
 func testBackend(t testing.TB) backends.Backend {
 	t.Helper()
+	if testEngine != "" {
+		return engineBackend(t, testEngine)
+	}
 	b, err := NewBackend("")
 	if err != nil {
 		t.Fatal(err)

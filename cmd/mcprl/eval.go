@@ -111,6 +111,7 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *servedF
 	fl := cmd.Flags()
 	cfg := grpo.Default()
 	iters := ef.iters
+	var notes []string // printed after the engine line, which loading the model prints first
 	if flags.config != "" {
 		c, err := flags.loadConfig(stderr)
 		if err != nil {
@@ -137,7 +138,7 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *servedF
 				if g.MaxToolCallingIterations != nil && !fl.Changed("max-tool-calling-iterations") {
 					iters = *g.MaxToolCallingIterations
 				}
-				fmt.Fprintf(stderr, "eval: generation settings from %s (as trained; flags override)\n", filepath.Join(flags.model, "trainer_state.json"))
+				notes = append(notes, fmt.Sprintf("eval: generation settings from %s (as trained; flags override)", filepath.Join(flags.model, "trainer_state.json")))
 			}
 		}
 	}
@@ -158,8 +159,8 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *servedF
 		cfg.OutputDir = "" // a train config's output_dir is where training writes, not eval
 	}
 	if !ef.golden {
-		fmt.Fprintf(stderr, "eval: temperature %g, top_p %g, top_k %d, max_prompt_length %d, max_completion_length %d, max_tool_calling_iterations %d\n",
-			cfg.Temperature, cfg.TopP, cfg.TopK, cfg.MaxPromptLength, cfg.MaxCompletionLength, iters)
+		notes = append(notes, fmt.Sprintf("eval: temperature %g, top_p %g, top_k %d, max_prompt_length %d, max_completion_length %d, max_tool_calling_iterations %d",
+			cfg.Temperature, cfg.TopP, cfg.TopK, cfg.MaxPromptLength, cfg.MaxCompletionLength, iters))
 	}
 	samples := ef.samples
 	if samples <= 0 {
@@ -195,6 +196,9 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *servedF
 		return err
 	}
 	defer ws.Close()
+	for _, n := range notes {
+		fmt.Fprintln(stderr, n)
+	}
 
 	ecfg := eval.Config{
 		Samples: samples, K: ef.k, BatchSize: ef.batch,

@@ -123,7 +123,8 @@ func TestModelForwardAndGenerateCommands(t *testing.T) {
 		Completions [][]int   `json:"completions"`
 		Seconds     []float64 `json:"seconds"`
 	}
-	if err := json.Unmarshal([]byte(msg), &gen); err != nil {
+	_, js, _ := strings.Cut(msg, "\n{") // after the engine line (stderr, merged here)
+	if err := json.Unmarshal([]byte("{"+js), &gen); err != nil {
 		t.Fatalf("%v: %s", err, msg)
 	}
 	backend, err := model.NewBackend("")

@@ -45,7 +45,6 @@ that holds an earlier run's outputs unless --overwrite_output_dir deletes them.`
 			defer lock.Release()
 			modelDir := cfg.Model
 			if ckpt != "" {
-				fmt.Fprintf(stderr, "resuming from %s\n", ckpt)
 				modelDir = ckpt
 			}
 			ws, err := load(ctx, engine, modelDir, cfg.Tasks, cfg.Fixtures, cfg.DSN, flags.skipBadTasks, stderr)
@@ -53,6 +52,9 @@ that holds an earlier run's outputs unless --overwrite_output_dir deletes them.`
 				return err
 			}
 			defer ws.Close()
+			if ckpt != "" {
+				fmt.Fprintf(stderr, "resuming from %s\n", ckpt) // after the engine line
+			}
 			if err := cfg.PeftArguments.Attach(ws.Model, ws.ModelDir, cfg.Seed, stderr); err != nil {
 				return fmt.Errorf("%s: %w", flags.config, err)
 			}
