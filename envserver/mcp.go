@@ -69,6 +69,9 @@ type rpcParams struct {
 	Arguments json.RawMessage `json:"arguments"`
 	SessionID string          `json:"session_id"`
 	Fixture   string          `json:"fixture"`
+	// ForkID, on openenv/session/create, starts the new session's episode
+	// from a fork of another (openenv/session/fork).
+	ForkID string `json:"fork_id"`
 }
 
 // serveMCP answers POST /mcp. The body must be declared JSON: a form or
@@ -116,6 +119,9 @@ func (s *Server) rpc(ws *session, req *rpcRequest) rpcResponse {
 		if ws != nil {
 			return rpcResponse{ID: id, Result: map[string]string{"session_id": ws.id}}
 		}
+		if ws != nil && p.ForkID != "" {
+			return rpcFail(id, codeInvalidRequest, "A WebSocket session starts from a fork with reset {\"fork_id\": ...}")
+		}
 		sess, err := s.openHTTP()
 		if err != nil {
 			e := rpcFail(id, codeServerError, err.Error())
@@ -127,7 +133,45 @@ func (s *Server) rpc(ws *session, req *rpcRequest) rpcResponse {
 			}
 			return e
 		}
+		if p.ForkID != "" {
+			sess.mu.Lock()
+			perr := sess.resetFromFork(p.ForkID, "")
+			var obs ResetObservation
+			if perr == nil {
+				obs = sess.resetObservation(p.ForkID)
+			}
+			sess.mu.Unlock()
+			if perr != nil {
+				sess.end(endClient)
+				return rpcFail(id, codeInvalidParams, perr.Code+": "+perr.Message)
+			}
+			return rpcResponse{ID: id, Result: map[string]any{"session_id": sess.id, "episode_id": obs.EpisodeID, "fork_of": p.ForkID, "step_count": obs.StepCount}}
+		}
 		return rpcResponse{ID: id, Result: map[string]string{"session_id": sess.id}}
+	case "openenv/session/fork":
+		// A fork of a session's episode: the WebSocket session's own, or
+		// the session params.session_id names.
+		target := ws
+		if target == nil {
+			if p.SessionID == "" {
+				return rpcFail(id, codeInvalidParams, "Invalid params - 'session_id' is required")
+			}
+			if target = s.session(p.SessionID); target == nil || target.ws {
+				return rpcFail(id, codeInvalidParams, "Unknown session_id: "+p.SessionID)
+			}
+			done := target.begin()
+			defer done()
+			target.mu.Lock()
+			defer target.mu.Unlock()
+			if target.ended() {
+				return rpcFail(id, codeInvalidParams, "Unknown session_id: "+p.SessionID)
+			}
+		}
+		fr, perr := target.fork()
+		if perr != nil {
+			return rpcFail(id, codeInvalidParams, perr.Code+": "+perr.Message)
+		}
+		return rpcResponse{ID: id, Result: fr}
 	case "openenv/session/close":
 		if p.SessionID == "" {
 			return rpcFail(id, codeInvalidParams, "Invalid params - 'session_id' is required")

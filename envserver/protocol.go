@@ -27,6 +27,7 @@ const (
 	typeState       = "state"
 	typeClose       = "close"
 	typeMCP         = "mcp"
+	typeFork        = "fork"
 	typeObservation = "observation"
 	typeError       = "error"
 )
@@ -108,6 +109,10 @@ type ResetObservation struct {
 	// that chat templates render.
 	Tools       []Tool            `json:"tools"`
 	ToolSchemas []json.RawMessage `json:"tool_schemas"`
+	// ForkOf is the fork id an episode reset from a fork started from, and
+	// StepCount the steps it starts with (the forked episode's).
+	ForkOf    string `json:"fork_of,omitempty"`
+	StepCount int    `json:"step_count,omitempty"`
 }
 
 // ListToolsObservation answers {"type": "list_tools"}.

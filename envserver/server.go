@@ -91,9 +91,10 @@ type Server struct {
 	// httpSessions counts the sessions made over /mcp (openenv/session/create).
 	httpSessions atomic.Int64
 
-	mu       sync.Mutex
-	sessions map[string]*session
-	closed   bool
+	mu        sync.Mutex
+	sessions  map[string]*session
+	snapshots map[string]*snapshot // forks of episodes, by fork id (fork.go)
+	closed    bool
 	wg       sync.WaitGroup // open sessions
 	conns    sync.WaitGroup // WebSocket connection goroutines
 	stop     chan struct{}  // closed by Close: ends the reaper
@@ -104,6 +105,7 @@ type Server struct {
 
 type counters struct {
 	forksCreated, openForks, toolCalls, toolErrors, episodesScored, reaped, rejected atomic.Int64
+	episodeForks, openSnapshots                                                     atomic.Int64
 }
 
 // Stats are the server's counters, served at GET /stats.
@@ -120,9 +122,15 @@ type Stats struct {
 	ToolErrors     int64 `json:"tool_errors"`
 	EpisodesScored int64 `json:"episodes_scored"`
 	// SessionsReaped counts sessions freed by the idle timeout;
-	// SessionsRejected connections refused at the session cap.
+	// SessionsRejected connections (and forks of episodes) refused at the
+	// session cap.
 	SessionsReaped   int64 `json:"sessions_reaped"`
 	SessionsRejected int64 `json:"sessions_rejected"`
+	// EpisodeForks counts the forks of episodes ({"type": "fork"}) made
+	// since start; OpenEpisodeForks those alive now (each holds a slot and
+	// a sandbox fork of its own, besides OpenForks).
+	EpisodeForks     int64 `json:"episode_forks"`
+	OpenEpisodeForks int64 `json:"open_episode_forks"`
 }
 
 // New builds a sandbox factory for every fixture (each builds its database
@@ -162,6 +170,7 @@ func New(ctx context.Context, opts Options) (_ *Server, err error) {
 		mcpReward: reward.NewMCPReward(reward.DefaultMCPRewardConfig()),
 		slots:     make(chan struct{}, opts.MaxSessions),
 		sessions:  map[string]*session{},
+		snapshots: map[string]*snapshot{},
 		stop:      make(chan struct{}),
 		reaped:    make(chan struct{}),
 	}
@@ -233,6 +242,8 @@ func (s *Server) Stats() Stats {
 		EpisodesScored:   s.stats.episodesScored.Load(),
 		SessionsReaped:   s.stats.reaped.Load(),
 		SessionsRejected: s.stats.rejected.Load(),
+		EpisodeForks:     s.stats.episodeForks.Load(),
+		OpenEpisodeForks: s.stats.openSnapshots.Load(),
 	}
 }
 
@@ -256,6 +267,7 @@ func (s *Server) Close() error {
 	for _, sess := range open {
 		sess.end(endShutdown)
 	}
+	s.reapSnapshots(true)
 	s.wg.Wait()
 	s.conns.Wait()
 	return s.sandboxes.Close()
@@ -348,6 +360,7 @@ func (s *Server) reap() {
 			return
 		case <-tick.C:
 		}
+		s.reapSnapshots(false)
 		now := time.Now().UnixNano()
 		var idle []*session
 		s.mu.Lock()

@@ -160,6 +160,9 @@ type resetData struct {
 	Fixture               *string   `json:"fixture"`
 	EpisodeID             *string   `json:"episode_id"`
 	Seed                  *int64    `json:"seed"`
+	// ForkID starts the episode from a fork of another ({"type": "fork"}):
+	// its task, its state and its calls so far.
+	ForkID *string `json:"fork_id"`
 }
 
 func (sess *session) reset(data json.RawMessage) (StepResult, *protoError) {
@@ -168,6 +171,16 @@ func (sess *session) reset(data json.RawMessage) (StepResult, *protoError) {
 		if err := json.Unmarshal(data, &d); err != nil {
 			return StepResult{}, decodeError("data", err)
 		}
+	}
+	if d.ForkID != nil {
+		episodeID := ""
+		if d.EpisodeID != nil {
+			episodeID = *d.EpisodeID
+		}
+		if perr := sess.resetFromFork(*d.ForkID, episodeID); perr != nil {
+			return StepResult{}, perr
+		}
+		return StepResult{Observation: sess.resetObservation(*d.ForkID)}, nil
 	}
 	id := ""
 	switch {
@@ -216,15 +229,28 @@ func (sess *session) reset(data json.RawMessage) (StepResult, *protoError) {
 	if perr := sess.start(t, fx, episodeID); perr != nil {
 		return StepResult{}, perr
 	}
-	tools := sess.sb.Tools()
+	return StepResult{Observation: sess.resetObservation("")}, nil
+}
+
+// resetObservation describes the episode just started (from fork forkID,
+// when not empty). Callers hold mu.
+func (sess *session) resetObservation(forkID string) ResetObservation {
+	t, tools := sess.task, sess.sb.Tools()
+	if t == nil { // an episode of tool calls over /mcp, with no task
+		t = &task.Task{}
+	}
 	prompt := t.SystemPrompt
 	if prompt == "" {
 		prompt = toolcall.RenderCatalog(tools)
 	}
-	return StepResult{Observation: ResetObservation{
-		EpisodeID: sess.episodeID, TaskID: t.ID, Fixture: fx, SystemPrompt: prompt, Task: t.Task,
+	obs := ResetObservation{
+		EpisodeID: sess.episodeID, TaskID: t.ID, Fixture: sess.fixture, SystemPrompt: prompt, Task: t.Task,
 		Tools: toolsOf(tools), ToolSchemas: toolcall.FunctionSchemas(tools),
-	}}, nil
+	}
+	if forkID != "" {
+		obs.ForkOf, obs.StepCount = forkID, sess.steps
+	}
+	return obs
 }
 
 // fixtureFor resolves a task's fixture name: the only fixture when the

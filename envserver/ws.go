@@ -196,6 +196,12 @@ func (s *Server) handle(sess *session, raw []byte) (_ response, closing bool) {
 		return response{Type: typeState, Data: st}, false
 	case typeClose:
 		return response{}, true
+	case typeFork:
+		fr, perr := sess.fork()
+		if perr != nil {
+			return errorResponse(perr), false
+		}
+		return response{Type: typeFork, Data: fr}, false
 	case typeMCP:
 		var req rpcRequest
 		if len(m.Data) == 0 || json.Unmarshal(m.Data, &req) != nil {
