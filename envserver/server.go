@@ -95,17 +95,17 @@ type Server struct {
 	sessions  map[string]*session
 	snapshots map[string]*snapshot // forks of episodes, by fork id (fork.go)
 	closed    bool
-	wg       sync.WaitGroup // open sessions
-	conns    sync.WaitGroup // WebSocket connection goroutines
-	stop     chan struct{}  // closed by Close: ends the reaper
-	reaped   chan struct{}
+	wg        sync.WaitGroup // open sessions
+	conns     sync.WaitGroup // WebSocket connection goroutines
+	stop      chan struct{}  // closed by Close: ends the reaper
+	reaped    chan struct{}
 
 	stats counters
 }
 
 type counters struct {
 	forksCreated, openForks, toolCalls, toolErrors, episodesScored, reaped, rejected atomic.Int64
-	episodeForks, openSnapshots                                                     atomic.Int64
+	episodeForks, openSnapshots                                                      atomic.Int64
 }
 
 // Stats are the server's counters, served at GET /stats.
