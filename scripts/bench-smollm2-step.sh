@@ -6,7 +6,8 @@
 # untimed step that compiles the graphs) and the peak resident memory of the whole process (/usr/bin/time -v),
 # under nice. STEPS (default 1) timed steps; THREADS (default 2) is GOMAXPROCS. Go's collector lets the heap grow
 # to twice what is live before it runs (GOGC 100), so the peak varies between runs; GOMEMLIMIT (e.g. 7GiB), read by
-# the Go runtime itself, makes it collect before the process passes that size.
+# the Go runtime itself, makes it collect before the process passes that size. It runs on simplego;
+# GOMLX_BACKEND=xla runs it on the XLA engine (scripts/install-xla.sh), GOMLX_BACKEND=xla:cuda on a GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -f .ci/env ] && source .ci/env

@@ -3,13 +3,15 @@
 # 2,048-id tokenizer), batch and hyperparameters, in one run, torch limited to the same threads as mcprl:
 #   step:     one GRPO optimizer step (forward, backward, clipping, AdamW), 8 x (128 prompt + 128 completion)
 #             tokens, dapo loss: TRL GRPOTrainer._compute_loss + backward + AdamW, against BenchmarkGRPOStep
-#             (the trainer's own graphs on model.NewBackend, the backend `mcprl train` uses);
+#             (the trainer's own graphs, on the engine `mcprl train` uses);
 #   sampling: 8 prompts of 32 tokens, 128 new tokens each, greedy, KV cache: transformers generate, against
 #             mcprl model generate.
 # The two sides alternate RUNS times (default 2), so both see the machine's load at about the same moments; each
 # run prints its ratios and the load average (1 minute) before and after it. The last line compares each side's
 # best timed repetition over all runs (after a warm-up per run); the line before gives the range of the per-run
-# ratios. THREADS (default 2) is torch's thread count and mcprl's GOMAXPROCS. Needs scripts/test-setup.sh's .venv.
+# ratios. THREADS (default 2) is torch's thread count and mcprl's GOMAXPROCS. ENGINE (default auto: XLA where
+# scripts/install-xla.sh installed its plugin, else simplego; or xla, simplego) is mcprl's engine, resolved once
+# and used by both sides (the step through $GOMLX_BACKEND, sampling through --engine). Needs scripts/test-setup.sh's .venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 THREADS="${THREADS:-2}"
@@ -19,17 +21,23 @@ trap 'rm -rf "$work"' EXIT
 go build -o "$work/mcprl" ./cmd/mcprl
 go test -c -o "$work/grpo.test" ./grpo
 "$work/mcprl" model init --tokenizer tokenizer/small/qwen2.5-2048 --out "$work/tiny" --seed 1 >/dev/null
+engine=$(GOMLX_BACKEND= "$work/mcprl" model info --engine "${ENGINE:-auto}" "$work/tiny" | sed -n '1s/^engine: \([a-z]*\).*/\1/p')
+case "$engine" in
+  xla) gomlx_backend=xla ;;
+  simplego) gomlx_backend=go ;;
+  *) echo "bench-vs-trl: engine ${ENGINE:-auto} did not open" >&2; exit 1 ;;
+esac
 prompts=$(python3 -c 'import json; print(json.dumps({"prompts": [[(i*31+j*7) % 2048 for j in range(32)] for i in range(8)], "max_new_tokens": 128, "temperature": 0}))')
 
 export GOMAXPROCS="$THREADS" OMP_NUM_THREADS="$THREADS" MKL_NUM_THREADS="$THREADS" HF_HUB_OFFLINE=1
 load() { cut -d' ' -f1 /proc/loadavg; }
-echo "machine: $(nproc) cores; load average (1, 5, 15 min) at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "machine: $(nproc) cores; mcprl engine: $engine; load average (1, 5, 15 min) at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 for run in $(seq 1 "$RUNS"); do
   before=$(load)
   trl_json=$(.venv/bin/python python/bench/bench_trl.py "$work/tiny" "$THREADS" 2>"$work/trl.err" | tail -1) || { cat "$work/trl.err" >&2; exit 1; }
-  step_ns=$(MCPRL_BENCH_MODEL="$work/tiny" "$work/grpo.test" -test.run '^$' -test.bench '^BenchmarkGRPOStep$' -test.benchtime 3x -test.count 1 |
+  step_ns=$(GOMLX_BACKEND="$gomlx_backend" MCPRL_BENCH_MODEL="$work/tiny" "$work/grpo.test" -test.run '^$' -test.bench '^BenchmarkGRPOStep$' -test.benchtime 3x -test.count 1 |
     awk '/^BenchmarkGRPOStep/ {print $3}')
-  gen_json=$(echo "$prompts" | "$work/mcprl" model generate --model "$work/tiny" --repeat 4)
+  gen_json=$(echo "$prompts" | GOMLX_BACKEND= "$work/mcprl" model generate --engine "$engine" --model "$work/tiny" --repeat 4 2>"$work/gen.err") || { cat "$work/gen.err" >&2; exit 1; }
   echo "{\"run\": $run, \"load_before\": $before, \"load_after\": $(load), \"trl\": $trl_json, \"step_ns\": $step_ns, \"gen\": $gen_json}" >>"$work/runs.jsonl"
   python3 - "$work/runs.jsonl" <<'PY'
 import json, sys
