@@ -9,6 +9,7 @@
 #   GODEBUG=cpu.avx2=off,cpu.avx512f=off,cpu.fma=off MCPRL_OPENBLAS=off bash scripts/test.sh  # no AVX2: scalar Go kernels, Go matmul
 #   GODEBUG=cpu.avx512f=off OPENBLAS_CORETYPE=Haswell bash scripts/test.sh                    # AVX2 without AVX-512
 #   MCPRL_OPENBLAS=off bash scripts/test.sh                                                    # the Go matmul engine
+# (XLA compiles for this CPU whatever GODEBUG says: add MCPRL_TEST_ENGINES=simplego to leave its tests out.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 go vet ./...
