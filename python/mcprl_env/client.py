@@ -122,6 +122,14 @@ class Session:
         """The episode's state, with its reward so far."""
         return self.request({"type": "state"})
 
+    def fork(self) -> dict[str, Any]:
+        """Snapshots the running episode on the server: ``fork_id``, ``episode_id``, ``step_count``.
+
+        ``reset(fork_id=...)`` on any session then starts an episode from the snapshot (its task, database state and
+        calls so far) in a fork of its own; a fork id serves any number of resets until the server's idle timeout.
+        """
+        return self.request({"type": "fork"})
+
     def close(self) -> None:
         """Ends the session; the server frees its fork."""
         if self._ws is not None:

@@ -2,15 +2,37 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
+import types
 import urllib.request
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
 from .client import Session, server_url
 
 # The dataset columns a reset forwards: a task of the server's task file by id, or the task inline.
 _TASK_FIELDS = ("task_id", "id", "task", "system_prompt", "ground_truth_assertions", "fixture")
+
+
+_T = TypeVar("_T")
+
+
+class _NotATool(Generic[_T]):
+    """A method that TRL does not offer the model as a tool.
+
+    TRL's ``environment_factory`` offers every public function of the class (but ``reset`` and ``get_reward``) to
+    the model; a method wrapped here is no function on the class (``inspect.isfunction`` is false for it), so the
+    model never sees it, while ``instance.method()`` works as usual.
+    """
+
+    def __init__(self, fn: Callable[..., _T]) -> None:
+        self._fn = fn
+        functools.update_wrapper(self, fn)
+
+    def __get__(self, obj: Any, objtype: type | None = None) -> Any:
+        return self if obj is None else types.MethodType(self._fn, obj)
 
 
 class Environment:
@@ -66,6 +88,18 @@ class Environment:
         result = self._finish(None)
         reward = result.get("reward")
         return float(reward) if reward is not None else 0.0
+
+    def _fork(self) -> Environment:
+        """A new Environment whose episode starts from this one's as it is now: the same task, the database as this
+        episode's calls left it, and those calls (so the server scores the continuation as a whole episode), in a
+        fork of its own. Neither sees the other's later calls. For branching at a setback (examples/trl/branching.py).
+        """
+        snapshot = self._session.fork()
+        child = type(self)()
+        child.observation = child._session.reset(fork_id=snapshot["fork_id"])
+        return child
+
+    fork = _NotATool(_fork)
 
     def _call(self, name: str, arguments: dict[str, Any]) -> str:
         obs = self._session.call_tool(name, arguments)

@@ -150,6 +150,47 @@ def test_openenv_clients_unchanged(server: str) -> None:
     asyncio.run(mcp())
 
 
+def test_fork_episode(server: str) -> None:
+    """Environment.fork() (and Session.fork()) branch a live episode: the child starts with the parent's state and
+    calls, each goes on in its own fork, and TRL is not offered fork as a tool. OpenEnv's GenericEnvClient reaches
+    the same through its generic message path (EnvClient._send_and_receive) and reset's keyword arguments."""
+    from openenv.core.generic_client import GenericEnvClient
+
+    assert [t.__name__ for t in mcprl_env.environment_tools()] == ["query_database", "run_linter"]
+    parent = mcprl_env.Environment()
+    parent.reset(task_id="customers-inactive-variants-002")
+    parent.query_database(sql="DELETE FROM orders WHERE id <= 10")
+    child = parent.fork()
+    assert child.observation["fork_of"] and child.observation["step_count"] == 1
+    parent.query_database(sql="DELETE FROM orders")
+    assert "\n30\n" in child.query_database(sql="SELECT COUNT(*) FROM orders")
+    child.query_database(sql="DELETE FROM customers WHERE id NOT IN (SELECT customer_id FROM orders)")
+    assert "\n36\n" in parent.query_database(sql="SELECT COUNT(*) FROM customers")
+    grandchild = child.fork()
+    assert "\n0\n" not in grandchild.query_database(sql="SELECT COUNT(*) FROM orders")
+    assert child.get_reward() >= 0.0 and parent.get_reward() >= 0.0  # each scored by the server, on its own calls
+    for env in (parent, child, grandchild):
+        env._close()
+
+    async def generic() -> None:
+        env = GenericEnvClient(base_url=server)
+        async with env:
+            await env.reset(task_id="customers-inactive-variants-002")
+            await env.step({"type": "call_tool", "tool_name": "query_database", "arguments": {"sql": "DELETE FROM orders"}})
+            answer = await env._send_and_receive({"type": "fork"})
+            assert answer["type"] == "fork"
+            fork_id = answer["data"]["fork_id"]
+        async with GenericEnvClient(base_url=server) as other:
+            r = await other.reset(fork_id=fork_id)
+            assert r.observation["fork_of"] == fork_id
+            r = await other.step({"type": "call_tool", "tool_name": "query_database", "arguments": {"sql": "SELECT COUNT(*) FROM orders"}})
+            assert "\n0\n" in r.observation["result"]["data"]
+            with pytest.raises(RuntimeError, match="VALIDATION_ERROR"):
+                await other.reset(fork_id="nope")
+
+    asyncio.run(generic())
+
+
 def test_verl_tool_keyed_by_request(server: str) -> None:
     """verl creates, executes and releases a tool instance per call: calls of one rollout (request id) share a
     fork, another rollout's do not; compute_score replays a rollout's text and scores it."""
