@@ -100,3 +100,33 @@ def test_users_script_trains_two_steps(mcprl: pathlib.Path, tmp_path: pathlib.Pa
         bound = (len(scored) + 1) * 2.0 ** -24 * max(1.0, max(abs(r) for r in scored))
         assert log["rewards/compute_mcp_reward/mean"] == pytest.approx(sum(scored) / len(scored), abs=bound)
         assert "rewards/Environment/mean" in log  # the server's assertion reward, through get_reward
+
+
+def test_branching_forks_at_setbacks(mcprl: pathlib.Path, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """examples/trl/branching.py: TRL's GRPOTrainer with a rollout_func that forks an episode at a setback and
+    samples continuations in the forks. Two steps with examples/trl/base: branches ran, each in its own fork of a
+    fork of an episode, and the server scored every episode, roots and branches."""
+    monkeypatch.setenv("MCPRL_MAX_STEPS", "2")
+    monkeypatch.setenv("MCPRL_MAX_COMPLETION_LENGTH", "96")
+    monkeypatch.setenv("MCPRL_OUTPUT_DIR", str(tmp_path / "out"))
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    with env_serve(mcprl) as url:
+        monkeypatch.setenv("MCPRL_ENV_URL", url)
+        before = stats(url)
+        script = runpy.run_path(str(REPO / "examples" / "trl" / "branching.py"))
+        after = stats(url)
+    trainer, counts = script["trainer"], script["stats"]
+    diff = {k: after[k] - before[k] for k in ("episode_forks", "episodes_scored", "forks_created")}
+    print("branching:", counts, diff)  # shown when an assertion below fails
+    assert trainer.state.global_step == 2
+    assert counts["setbacks"] > 0 and counts["branches"] > 0, counts
+    # A fork of an episode at every setback, and one more for each branch (forked from that fork).
+    assert after["episode_forks"] - before["episode_forks"] == counts["setbacks"] + counts["branches"]
+    # Every episode ran in a fork of its own and was scored by the server: the roots, the branches, and (unscored)
+    # the setbacks' snapshots.
+    episodes = counts["roots"] + counts["branches"]
+    assert after["episodes_scored"] - before["episodes_scored"] == episodes
+    assert after["forks_created"] - before["forks_created"] >= episodes + counts["setbacks"]
+    assert after["open_episode_forks"] <= after["episode_forks"]
+    logs = [h for h in trainer.state.log_history if "rewards/server_reward/mean" in h]
+    assert len(logs) == 2
