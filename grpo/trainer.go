@@ -141,15 +141,17 @@ func (t *Trainer) schedule() (total, perEpoch, cycleSteps int, err error) {
 }
 
 // recordGeneration puts the generation settings into the state (saved in
-// trainer_state.json) and the model's generation_config.json.
+// trainer_state.json) and the model's generation_config.json: the
+// config's, with the tasks' system prompt when they all share one.
 func (t *Trainer) recordGeneration(st *train.State) error {
 	g := t.Config.Sampling()
+	g.SystemPrompt = task.SharedSystemPrompt(t.Tasks)
 	raw, err := json.Marshal(g)
 	if err != nil {
 		return err
 	}
 	st.Generation = raw
-	t.Model.GenerationConfig, err = g.hfGenerationConfig(t.Model.GenerationConfig)
+	t.Model.GenerationConfig, err = g.HFGenerationConfig(t.Model.GenerationConfig)
 	return err
 }
 

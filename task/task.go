@@ -21,3 +21,19 @@ type Task struct {
 	Golden          []chat.Message `json:"golden,omitempty"`
 	Category        string         `json:"category,omitempty"`
 }
+
+// SharedSystemPrompt returns the system prompt every task has, or "" when
+// the tasks have none or differ in it: the system prompt a model trained on
+// them was trained with.
+func SharedSystemPrompt(tasks []Task) string {
+	if len(tasks) == 0 {
+		return ""
+	}
+	p := tasks[0].SystemPrompt
+	for _, t := range tasks[1:] {
+		if t.SystemPrompt != p {
+			return ""
+		}
+	}
+	return p
+}

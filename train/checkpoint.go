@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/rundir"
+	"github.com/mcprl/mcprl/sampling"
 )
 
 // A checkpoint directory holds the model in Hugging Face form (config.json,
@@ -24,8 +25,8 @@ import (
 const optimizerFile = "optimizer.safetensors"
 
 // StateFile is the name of a checkpoint's trainer_state.json: the State,
-// and the optimizer's step count.
-const StateFile = "trainer_state.json"
+// and the optimizer's step count (sampling.Load reads its "generation").
+const StateFile = sampling.StateFile
 
 // State is the trainer's position, saved in trainer_state.json: with the
 // model and optimizer state it is all a resumed run needs, since sampling
@@ -40,7 +41,7 @@ type State struct {
 	// Rounds counts generation rounds so far (each seeds its sampling).
 	Rounds     int              `json:"generation_rounds"`
 	LogHistory []map[string]any `json:"log_history,omitempty"`
-	// Generation is how the policy was sampled in training (grpo.Generation
+	// Generation is how the policy was sampled in training (sampling.Settings
 	// as JSON), for whoever evaluates the checkpoint; empty when the trainer
 	// does not sample.
 	Generation json.RawMessage `json:"generation,omitempty"`

@@ -11,6 +11,7 @@ import (
 	"github.com/mcprl/mcprl/eval"
 	"github.com/mcprl/mcprl/policy"
 	"github.com/mcprl/mcprl/rollout"
+	"github.com/mcprl/mcprl/sampling"
 	"github.com/mcprl/mcprl/sandbox"
 	"github.com/mcprl/mcprl/task"
 	"github.com/mcprl/mcprl/tokenizer"
@@ -21,11 +22,8 @@ func newChatCmd() *cobra.Command {
 	var (
 		served                 servedFlags
 		modelDir, fixture, dsn string
-		systemPrompt           string
 		catalog                bool
-		temperature, topP      float64
-		maxCompletion, iters   int
-		seed                   int64
+		sf                     *samplingFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "chat (--model DIR | --policy URL --served-model NAME) --fixture DIR [--dsn DSN]",
@@ -41,6 +39,10 @@ API (--policy, as in mcprl eval). By default the chat template's tool section sh
 --catalog gives the system prompt of the user's task format instead (the tool catalog in its words, as
 examples/customers was trained with), --system-prompt any other.
 
+A model folder written by mcprl train samples as it was trained: its temperature, top_p, top_k, token
+budgets, tool rounds and the system prompt its tasks shared (trainer_state.json's "generation"); flags
+override them. chat prints the settings it uses.
+
 Example:
   echo "How many customers are inactive?" | mcprl chat --model examples/customers/base --fixture examples/fixtures/customers --catalog`,
 		Args: cobra.NoArgs,
@@ -53,9 +55,14 @@ Example:
 			if served.given() == (modelDir != "") {
 				return errors.New("give one policy: --model DIR or --policy URL --served-model NAME")
 			}
-			if catalog && systemPrompt != "" {
+			if catalog && cmd.Flags().Changed("system-prompt") {
 				return errors.New("give --catalog or --system-prompt, not both")
 			}
+			from, err := sf.resolve(nil, modelDir)
+			if err != nil {
+				return err
+			}
+			st := &sf.Settings
 			fx, err := task.LoadFixture(fixture)
 			if err != nil {
 				return err
@@ -65,11 +72,17 @@ Example:
 				return fmt.Errorf("fixture %s: %w", fixture, err)
 			}
 			defer f.Close()
-			if catalog {
+			systemPrompt, promptFrom := st.SystemPrompt, ""
+			switch {
+			case catalog:
 				systemPrompt = toolcall.RenderCatalog(f.Tools())
+			case systemPrompt != "" && from != "" && !cmd.Flags().Changed("system-prompt"):
+				promptFrom = " (as trained)"
 			}
-			ecfg := eval.Config{Samples: 1, MaxCompletionLength: maxCompletion, MaxToolCallingIterations: iters,
-				Sample: policy.SampleOptions{Temperature: temperature, TopP: topP, Seed: seed}}
+			rcfg := rollout.Config{MaxPromptLength: st.MaxPromptLength, MaxCompletionLength: st.MaxCompletionLength,
+				MaxToolCallingIterations: st.Iterations(4), Sample: st.SampleOptions(sf.seed)}
+			ecfg := eval.Config{Samples: 1, MaxPromptLength: rcfg.MaxPromptLength, MaxCompletionLength: rcfg.MaxCompletionLength,
+				MaxToolCallingIterations: rcfg.MaxToolCallingIterations, Sample: rcfg.Sample}
 			var (
 				tok *tokenizer.Tokenizer
 				tpl *tokenizer.Template
@@ -100,8 +113,7 @@ Example:
 				}
 			}
 			a := &agent.Agent{
-				Runner: &rollout.Runner{Policy: pol, Tokenizer: tok, Template: tpl, Config: rollout.Config{
-					MaxCompletionLength: maxCompletion, MaxToolCallingIterations: iters, Sample: ecfg.Sample}},
+				Runner:  &rollout.Runner{Policy: pol, Tokenizer: tok, Template: tpl, Config: rcfg},
 				Sandbox: f, SystemPrompt: systemPrompt,
 			}
 			var names []string
@@ -109,8 +121,9 @@ Example:
 				names = append(names, t.Name)
 			}
 			fmt.Fprintf(stderr, "chat: fixture %s, tools %s; one question a line, exit to stop\n", fx.Name, strings.Join(names, ", "))
+			sf.print(stderr, "chat", from)
 			if systemPrompt != "" {
-				fmt.Fprintf(stderr, "chat: system prompt:\n%s\n", systemPrompt)
+				fmt.Fprintf(stderr, "chat: system prompt%s:\n%s\n", promptFrom, systemPrompt)
 			}
 			return a.Converse(ctx, cmd.InOrStdin(), stdout, stderr)
 		},
@@ -121,11 +134,7 @@ Example:
 	fl.StringVar(&fixture, "fixture", "", "fixture directory (schema.sql, data.sql, workspace/, sandbox.yaml)")
 	fl.StringVar(&dsn, "dsn", "", "PostgreSQL DSN for the sandbox's database (default: embedded SQLite)")
 	fl.BoolVar(&catalog, "catalog", false, "system prompt: the tool catalog in the user's task format (as examples/customers was trained with)")
-	fl.StringVar(&systemPrompt, "system-prompt", "", "system prompt (default: none; the chat template's tool section shows the tools)")
-	fl.Float64Var(&temperature, "temperature", 0, "sampling temperature (0: greedy)")
-	fl.Float64Var(&topP, "top-p", 1.0, "nucleus sampling")
-	fl.Int64Var(&seed, "seed", 42, "sampling seed")
-	fl.IntVar(&maxCompletion, "max-completion-length", 1024, "sampled plus tool-output tokens per question")
-	fl.IntVar(&iters, "max-tool-calling-iterations", 4, "rounds of tool execution per question")
+	sf = registerSampling(fl, sampling.Settings{TopP: 1, MaxCompletionLength: 1024}, 42, true)
+	sf.registerSystemPrompt("system prompt (default: the one the model was trained with, else none: the chat template's tool section shows the tools)")
 	return cmd
 }

@@ -9,18 +9,17 @@ import (
 	"github.com/mcprl/mcprl/distill"
 	"github.com/mcprl/mcprl/eval"
 	"github.com/mcprl/mcprl/inputs"
-	"github.com/mcprl/mcprl/policy"
+	"github.com/mcprl/mcprl/sampling"
 )
 
 func newTasksDistillCmd() *cobra.Command {
 	var (
-		served                              servedFlags
-		modelDir, tasksPath, fixtures, out  string
-		dsn                                 string
-		k, perTask, maxCompletion, iters, b int
-		temperature, topP                   float64
-		seed                                int64
-		skipBad                             bool
+		served                             servedFlags
+		modelDir, tasksPath, fixtures, out string
+		dsn                                string
+		k, perTask, b                      int
+		skipBad                            bool
+		sf                                 *samplingFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "distill (--policy URL --served-model NAME | --model DIR) --tasks FILE --fixtures DIR --out FILE [--k K]",
@@ -33,6 +32,10 @@ turn, then an answer), becomes a golden trajectory: --out gets the task with tha
 kept trajectory (at most --per-task distinct ones per task; the second gets the id ID-2, ...). mcprl sft
 reads the file as it is. A summary says how many tasks got a demonstration and why the others were
 left out.
+
+An in-process teacher written by mcprl train samples as it was trained (trainer_state.json's
+"generation": temperature, top_p, top_k, token budgets, tool rounds); flags override them. distill
+prints the settings it uses.
 
 Example:
   mcprl tasks distill --policy http://localhost:8000/v1 --served-model Qwen/Qwen2.5-7B-Instruct \
@@ -50,14 +53,18 @@ Example:
 			if k < 1 {
 				return fmt.Errorf("--k %d: need at least 1", k)
 			}
+			from, err := sf.resolve(nil, modelDir)
+			if err != nil {
+				return err
+			}
+			gs := &sf.Settings
 			ecfg := eval.Config{
-				Samples: k, K: 1, BatchSize: b, MaxCompletionLength: maxCompletion, MaxToolCallingIterations: iters,
-				Sample: policy.SampleOptions{Temperature: temperature, TopP: topP, Seed: seed},
+				Samples: k, K: 1, BatchSize: b, MaxPromptLength: gs.MaxPromptLength, MaxCompletionLength: gs.MaxCompletionLength,
+				MaxToolCallingIterations: gs.Iterations(4), Sample: gs.SampleOptions(sf.seed),
 			}
 			var (
 				ws  *inputs.Loaded
 				pol eval.PolicyFor
-				err error
 			)
 			if served.given() {
 				if ws, err = loadServed(ctx, &served, tasksPath, fixtures, dsn, skipBad, stderr); err != nil {
@@ -80,6 +87,7 @@ Example:
 				defer ws.Close()
 				pol = eval.Sampled(ws.Model, ecfg)
 			}
+			sf.print(stderr, "distill", from)
 			ev := &eval.Evaluator{Policy: pol, Tokenizer: ws.Tokenizer, Template: ws.Template, Sandboxes: ws.Sandboxes, Config: ecfg, Progress: stderr}
 			kept, st, err := distill.Run(ctx, ev, ws.Tasks, distill.Options{PerTask: perTask})
 			if err != nil {
@@ -101,11 +109,7 @@ Example:
 	fl.StringVar(&dsn, "dsn", "", "PostgreSQL DSN for the sandboxes' databases (default: embedded SQLite)")
 	fl.IntVar(&k, "k", 4, "trajectories sampled per task")
 	fl.IntVar(&perTask, "per-task", 1, "distinct golden trajectories kept per task at most")
-	fl.Float64Var(&temperature, "temperature", 0.7, "sampling temperature (0: greedy; then --k 1 is enough)")
-	fl.Float64Var(&topP, "top-p", 1.0, "nucleus sampling")
-	fl.Int64Var(&seed, "seed", 42, "sampling seed")
-	fl.IntVar(&maxCompletion, "max-completion-length", 1024, "sampled plus tool-output tokens per trajectory")
-	fl.IntVar(&iters, "max-tool-calling-iterations", 4, "rounds of tool execution per trajectory")
+	sf = registerSampling(fl, sampling.Settings{Temperature: 0.7, TopP: 1, MaxCompletionLength: 1024}, 42, true)
 	fl.IntVar(&b, "batch-size", 32, "trajectories sampled together (whole tasks)")
 	fl.BoolVar(&skipBad, "skip-bad-tasks", false, "skip bad lines of the tasks file (listed and counted) instead of failing")
 	return cmd

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,17 +15,16 @@ import (
 	"github.com/mcprl/mcprl/eval"
 	"github.com/mcprl/mcprl/grpo"
 	"github.com/mcprl/mcprl/inputs"
-	"github.com/mcprl/mcprl/policy"
 	"github.com/mcprl/mcprl/report"
+	"github.com/mcprl/mcprl/sampling"
 	"github.com/mcprl/mcprl/tokenizer"
 )
 
 // evalFlags are eval's own knobs beyond the shared runFlags.
 type evalFlags struct {
-	k, samples, batch, maxPrompt, maxCompletion, iters, topK int
-	seed                                                     int64
-	temperature, topP                                        float64
-	json, golden                                             bool
+	k, samples, batch int
+	json, golden      bool
+	sf                *samplingFlags
 }
 
 func newEvalCmd() *cobra.Command {
@@ -91,13 +91,7 @@ Examples:
 	fl.IntVar(&ef.k, "k", 1, "pass@k's k; also the samples per task unless --samples is given")
 	fl.IntVar(&ef.samples, "samples", 0, "trajectories per task, n >= k (default: k)")
 	fl.BoolVar(&ef.json, "json", false, "print one JSON object instead of the table")
-	fl.Int64Var(&ef.seed, "seed", 42, "sampling seed")
-	fl.Float64Var(&ef.temperature, "temperature", 1.0, "sampling temperature (0: greedy)")
-	fl.Float64Var(&ef.topP, "top-p", 1.0, "nucleus sampling: keep the smallest set of tokens with this much probability")
-	fl.IntVar(&ef.topK, "top-k", 0, "keep the k most likely tokens (0: all)")
-	fl.IntVar(&ef.maxPrompt, "max-prompt-length", 0, "prompt tokens kept, from the left (0: all)")
-	fl.IntVar(&ef.maxCompletion, "max-completion-length", 512, "sampled plus tool-output tokens per trajectory")
-	fl.IntVar(&ef.iters, "max-tool-calling-iterations", 4, "rounds of tool execution per trajectory")
+	ef.sf = registerSampling(fl, sampling.Settings{Temperature: 1, TopP: 1, MaxCompletionLength: 512}, 42, true)
 	fl.IntVar(&ef.batch, "batch-size", 32, "trajectories sampled together (whole tasks); results depend on it")
 	fl.BoolVar(&ef.golden, "golden", false, "replay each task's golden trajectory instead of sampling the model")
 	fl.BoolVar(&flags.skipBadTasks, "skip-bad-tasks", false, "skip bad lines of the tasks file (listed and counted) instead of failing")
@@ -110,57 +104,37 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *servedF
 	stderr := cmd.ErrOrStderr()
 	fl := cmd.Flags()
 	cfg := grpo.Default()
-	iters := ef.iters
-	var notes []string // printed after the engine line, which loading the model prints first
+	// The settings: a config's, else those a model was trained with (a
+	// model GRPO trained samples as it was trained); flags win over both.
+	var base *sampling.Settings
+	trainedDir, seed := "", ef.sf.seed
 	if flags.config != "" {
 		c, err := flags.loadConfig(stderr)
 		if err != nil {
 			return err
 		}
 		cfg = *c
-		if cfg.MaxToolCallingIterations != nil && !fl.Changed("max-tool-calling-iterations") {
-			iters = *cfg.MaxToolCallingIterations
+		base = cfg.Sampling()
+		if !fl.Changed("seed") {
+			seed = cfg.Seed
 		}
 	} else {
 		cfg.Model, cfg.Tasks, cfg.Fixtures, cfg.OutputDir, cfg.DSN = flags.model, flags.tasks, flags.fixtures, flags.outputDir, flags.dsn
-		cfg.MaxPromptLength, cfg.MaxCompletionLength = ef.maxPrompt, ef.maxCompletion
-		cfg.Temperature, cfg.TopP, cfg.TopK, cfg.Seed = ef.temperature, ef.topP, ef.topK, ef.seed
-		// A model GRPO trained samples as it was trained (the flags below
-		// still win).
 		if flags.model != "" && !ef.golden && !served.given() {
-			g, err := grpo.LoadGeneration(flags.model)
-			if err != nil {
-				return err
-			}
-			if g != nil {
-				cfg.Temperature, cfg.TopP, cfg.TopK = g.Temperature, g.TopP, g.TopK
-				cfg.MaxPromptLength, cfg.MaxCompletionLength = g.MaxPromptLength, g.MaxCompletionLength
-				if g.MaxToolCallingIterations != nil && !fl.Changed("max-tool-calling-iterations") {
-					iters = *g.MaxToolCallingIterations
-				}
-				notes = append(notes, fmt.Sprintf("eval: generation settings from %s (as trained; flags override)", filepath.Join(flags.model, "trainer_state.json")))
-			}
+			trainedDir = flags.model
 		}
 	}
-	// Flags given explicitly win over the config.
-	for name, apply := range map[string]func(){
-		"max-prompt-length":     func() { cfg.MaxPromptLength = ef.maxPrompt },
-		"max-completion-length": func() { cfg.MaxCompletionLength = ef.maxCompletion },
-		"temperature":           func() { cfg.Temperature = ef.temperature },
-		"top-p":                 func() { cfg.TopP = ef.topP },
-		"top-k":                 func() { cfg.TopK = ef.topK },
-		"seed":                  func() { cfg.Seed = ef.seed },
-	} {
-		if fl.Changed(name) {
-			apply()
-		}
+	from, err := ef.sf.resolve(base, trainedDir)
+	if err != nil {
+		return err
 	}
+	st := &ef.sf.Settings
 	if flags.config != "" && !fl.Changed("output-dir") {
 		cfg.OutputDir = "" // a train config's output_dir is where training writes, not eval
 	}
+	var notes bytes.Buffer // printed after the engine line, which loading the model prints first
 	if !ef.golden {
-		notes = append(notes, fmt.Sprintf("eval: temperature %g, top_p %g, top_k %d, max_prompt_length %d, max_completion_length %d, max_tool_calling_iterations %d",
-			cfg.Temperature, cfg.TopP, cfg.TopK, cfg.MaxPromptLength, cfg.MaxCompletionLength, iters))
+		ef.sf.print(&notes, "eval", from)
 	}
 	samples := ef.samples
 	if samples <= 0 {
@@ -196,15 +170,14 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *servedF
 		return err
 	}
 	defer ws.Close()
-	for _, n := range notes {
-		fmt.Fprintln(stderr, n)
+	if _, err := notes.WriteTo(stderr); err != nil {
+		return err
 	}
 
 	ecfg := eval.Config{
 		Samples: samples, K: ef.k, BatchSize: ef.batch,
-		MaxPromptLength: cfg.MaxPromptLength, MaxCompletionLength: cfg.MaxCompletionLength,
-		MaxToolCallingIterations: iters,
-		Sample:                   policy.SampleOptions{Temperature: cfg.Temperature, TopP: cfg.TopP, TopK: cfg.TopK, Seed: cfg.Seed},
+		MaxPromptLength: st.MaxPromptLength, MaxCompletionLength: st.MaxCompletionLength,
+		MaxToolCallingIterations: st.Iterations(4), Sample: st.SampleOptions(seed),
 	}
 	var pol eval.PolicyFor
 	if ef.golden {

@@ -13,15 +13,15 @@ import (
 	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/completion"
 	"github.com/mcprl/mcprl/model"
+	"github.com/mcprl/mcprl/sampling"
 	"github.com/mcprl/mcprl/tokenizer"
 )
 
 func newGenerateCmd() *cobra.Command {
 	var modelDir, prompt, tasksPath, fixtures, dsn, out string
 	var greedy, logprobs, asChat bool
-	var maxNew, topK, batch int
-	var temperature, topP float64
-	var seed uint64
+	var batch int
+	var sf *samplingFlags
 	cmd := &cobra.Command{
 		Use:   "generate --model DIR (--prompt TEXT | --tasks FILE --fixtures DIR) [--greedy] [--logprobs] [--max-new-tokens N]",
 		Short: "Sample completions of a prompt or of each task's prompt and write them as JSONL",
@@ -37,6 +37,10 @@ rollout does (its system prompt, or the chat template's tool section from the fi
 </tool_call> as well as at the end-of-turn tokens: the first turn of a trajectory. Prompts are sampled in
 batches of --batch-size; sequence i of a batch draws from its own stream of --seed.
 
+A model folder written by mcprl train samples as it was trained (trainer_state.json's "generation": its
+temperature, top_p, top_k, and max_completion_length as --max-new-tokens), and --chat renders the system
+prompt its tasks shared before the user's message; flags override them. generate prints the settings it uses.
+
 Examples:
   mcprl generate --model runs/grpo/final --prompt 'SELECT' --greedy --logprobs --max-new-tokens 16
   mcprl generate --model runs/grpo/final --tasks examples/customers/quick_tasks.jsonl --fixtures examples/fixtures --out gen.jsonl`,
@@ -45,15 +49,25 @@ Examples:
 			if (prompt == "") == (tasksPath == "") {
 				return errors.New("give one of --prompt TEXT and --tasks FILE")
 			}
-			if maxNew < 1 || batch < 1 {
-				return fmt.Errorf("--max-new-tokens %d and --batch-size %d: want at least 1", maxNew, batch)
+			if cmd.Flags().Changed("system-prompt") && !asChat {
+				return errors.New("--system-prompt needs --chat (a task has its own)")
+			}
+			from, err := sf.resolve(nil, modelDir)
+			if err != nil {
+				return err
+			}
+			gs := &sf.Settings
+			if greedy {
+				gs.Temperature = 0
+			}
+			if gs.MaxCompletionLength < 1 || batch < 1 {
+				return fmt.Errorf("--max-new-tokens %d and --batch-size %d: want at least 1", gs.MaxCompletionLength, batch)
 			}
 			var m *model.Model
 			var tok *tokenizer.Tokenizer
 			var records []completion.Record
 			var extraStops []string
 			if prompt != "" {
-				var err error
 				if m, err = loadModel(cmd, modelDir); err != nil {
 					return err
 				}
@@ -66,7 +80,11 @@ Examples:
 					if err != nil {
 						return err
 					}
-					if text, err = tpl.Render([]chat.Message{{Role: "user", Content: prompt}}, nil, true); err != nil {
+					var msgs []chat.Message
+					if gs.SystemPrompt != "" {
+						msgs = append(msgs, chat.Message{Role: "system", Content: gs.SystemPrompt})
+					}
+					if text, err = tpl.Render(append(msgs, chat.Message{Role: "user", Content: prompt}), nil, true); err != nil {
 						return err
 					}
 				}
@@ -87,11 +105,9 @@ Examples:
 				}
 				extraStops = []string{"</tool_call>"}
 			}
-			opts := completion.Options{BatchSize: batch, Seed: seed, LogProbs: logprobs, Sample: model.SampleOptions{
-				Temperature: temperature, TopP: topP, TopK: topK, MaxNewTokens: maxNew, Stop: completion.StopIDs(m, tok, extraStops)}}
-			if greedy {
-				opts.Sample.Temperature = 0
-			}
+			sf.print(cmd.ErrOrStderr(), "generate", from)
+			opts := completion.Options{BatchSize: batch, Seed: uint64(sf.seed), LogProbs: logprobs, Sample: model.SampleOptions{
+				Temperature: gs.Temperature, TopP: gs.TopP, TopK: gs.TopK, MaxNewTokens: gs.MaxCompletionLength, Stop: completion.StopIDs(m, tok, extraStops)}}
 			w := io.Writer(cmd.OutOrStdout())
 			if out != "" {
 				f, err := os.Create(out)
@@ -104,7 +120,7 @@ Examples:
 			bw := bufio.NewWriter(w)
 			enc := json.NewEncoder(bw)
 			enc.SetEscapeHTML(false)
-			err := completion.Generate(cmd.Context(), m, tok, records, opts, func(batch []completion.Record) error {
+			err = completion.Generate(cmd.Context(), m, tok, records, opts, func(batch []completion.Record) error {
 				for i := range batch {
 					if err := enc.Encode(&batch[i]); err != nil {
 						return err
@@ -131,11 +147,8 @@ Examples:
 	fl.StringVar(&out, "out", "", "JSONL file to write (default: stdout)")
 	fl.BoolVar(&greedy, "greedy", false, "greedy decoding (temperature 0)")
 	fl.BoolVar(&logprobs, "logprobs", false, "write each sampled token's log-prob")
-	fl.IntVar(&maxNew, "max-new-tokens", 256, "tokens to sample per prompt at most")
-	fl.Float64Var(&temperature, "temperature", 1, "sampling temperature")
-	fl.Float64Var(&topP, "top-p", 1, "nucleus sampling: keep the most likely tokens up to this probability mass")
-	fl.IntVar(&topK, "top-k", 0, "keep the K most likely tokens (0: all)")
-	fl.Uint64Var(&seed, "seed", 0, "random seed of sampling")
+	sf = registerSampling(fl, sampling.Settings{Temperature: 1, TopP: 1, MaxCompletionLength: 256}, 0, false)
+	sf.registerSystemPrompt("with --chat, the system message (default: the one the model was trained with, else none)")
 	fl.IntVar(&batch, "batch-size", 16, "prompts sampled together in one batch")
 	_ = cmd.MarkFlagRequired("model")
 	return cmd

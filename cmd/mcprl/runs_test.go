@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/rundir"
+	"github.com/mcprl/mcprl/sampling"
 	"github.com/mcprl/mcprl/task"
 )
 
@@ -182,6 +183,10 @@ func TestEvalUsesTrainedGenerationSettings(t *testing.T) {
 	}
 	if gc["max_new_tokens"] != 48.0 || gc["temperature"] != 1.0 || gc["do_sample"] != true || gc["eos_token_id"] == nil {
 		t.Errorf("generation_config.json: %v", gc)
+	}
+	// The quick tasks share one system prompt: training records it with the settings.
+	if g, err := sampling.Load(final); err != nil || g == nil || g.SystemPrompt != quickSystemPrompt(t) || g.MaxCompletionLength != 48 {
+		t.Errorf("trained settings %+v (%v), want the quick tasks' system prompt", g, err)
 	}
 	trained := "max_prompt_length 512, max_completion_length 48, max_tool_calling_iterations 1"
 	_, stderr, err := runCmd("eval", "--model", final, "--tasks", "../../examples/customers/quick_tasks.jsonl", "--fixtures", fixturesRoot, "--json")

@@ -19,6 +19,7 @@ var forbidden = map[string][]string{
 	"policy":        {gomlx, mcpSDK},
 	"policy/openai": {gomlx},
 	"task":          {gomlx, mcpSDK},
+	"sampling":      {gomlx, mcpSDK},
 	"tokenizer":     {gomlx, mcpSDK},
 	"taskgen":       {gomlx},
 	"toolcall":      {gomlx},

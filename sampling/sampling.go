@@ -1,0 +1,106 @@
+package sampling
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/mcprl/mcprl/policy"
+)
+
+// StateFile is the file of a model folder written by training that holds
+// the settings (under "generation"): train.StateFile.
+const StateFile = "trainer_state.json"
+
+// Settings are how a policy samples and runs its tools, with TRL's names.
+// A model folder that training wrote carries the ones it was trained with.
+type Settings struct {
+	Temperature float64 `json:"temperature"` // 0: greedy
+	TopP        float64 `json:"top_p"`       // 1 (or 0): no nucleus filtering
+	TopK        int     `json:"top_k"`       // 0: no top-k filtering
+	// MaxPromptLength keeps this many prompt tokens, from the left; 0: all.
+	MaxPromptLength int `json:"max_prompt_length"`
+	// MaxCompletionLength bounds a trajectory's sampled plus tool-output
+	// tokens (a completion's new tokens where there are no tools).
+	MaxCompletionLength int `json:"max_completion_length"`
+	// MaxToolCallingIterations bounds the rounds of tool execution; nil is
+	// TRL's None (no limit given).
+	MaxToolCallingIterations *int `json:"max_tool_calling_iterations"`
+	// SystemPrompt is the system message the model was trained with, when
+	// every training task had the same one; "" when none or they differ.
+	SystemPrompt string `json:"system_prompt,omitempty"`
+}
+
+// Load reads the settings a model folder was trained with (its
+// trainer_state.json's "generation"); nil, nil when it has none (a model
+// that training did not write, or one written before the settings were
+// recorded).
+func Load(modelDir string) (*Settings, error) {
+	path := filepath.Join(modelDir, StateFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var st struct {
+		Generation *Settings `json:"generation"`
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return st.Generation, nil
+}
+
+// Iterations returns MaxToolCallingIterations, or def when it is nil.
+func (s *Settings) Iterations(def int) int {
+	if s.MaxToolCallingIterations == nil {
+		return def
+	}
+	return *s.MaxToolCallingIterations
+}
+
+// SampleOptions returns the policy's sampling knobs of s with seed.
+func (s *Settings) SampleOptions(seed int64) policy.SampleOptions {
+	return policy.SampleOptions{Temperature: s.Temperature, TopP: s.TopP, TopK: s.TopK, Seed: seed}
+}
+
+// String is the line a command prints to say how it samples:
+// "temperature 0.6, top_p 1, top_k 0, max_prompt_length 512,
+// max_completion_length 192, max_tool_calling_iterations 2" (the
+// iterations "none" when nil). The system prompt is not in it.
+func (s *Settings) String() string {
+	iters := "none"
+	if s.MaxToolCallingIterations != nil {
+		iters = fmt.Sprint(*s.MaxToolCallingIterations)
+	}
+	return fmt.Sprintf("temperature %g, top_p %g, top_k %d, max_prompt_length %d, max_completion_length %d, max_tool_calling_iterations %s",
+		s.Temperature, s.TopP, s.TopK, s.MaxPromptLength, s.MaxCompletionLength, iters)
+}
+
+// HFGenerationConfig returns generation_config.json (raw, possibly empty)
+// with Hugging Face's sampling keys set from s: do_sample, temperature,
+// top_p, top_k and max_new_tokens. Other keys (token ids) are kept.
+func (s *Settings) HFGenerationConfig(raw json.RawMessage) (json.RawMessage, error) {
+	m := map[string]any{}
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, fmt.Errorf("generation_config.json: %w", err)
+		}
+	}
+	m["do_sample"] = s.Temperature > 0
+	m["temperature"] = s.Temperature
+	m["top_p"] = s.TopP
+	m["top_k"] = s.TopK
+	if s.MaxCompletionLength > 0 {
+		m["max_new_tokens"] = s.MaxCompletionLength
+	}
+	out, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(out, '\n'), nil
+}

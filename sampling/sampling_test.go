@@ -1,0 +1,72 @@
+package sampling
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Load reads trainer_state.json's "generation" (the system prompt
+// included), and a folder without the file or without the key has none.
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	if s, err := Load(dir); s != nil || err != nil {
+		t.Errorf("no trainer_state.json: %v, %v", s, err)
+	}
+	write := func(v any) {
+		t.Helper()
+		data, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, StateFile), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(map[string]any{"global_step": 3})
+	if s, err := Load(dir); s != nil || err != nil {
+		t.Errorf("no generation key: %v, %v", s, err)
+	}
+	two := 2
+	want := Settings{Temperature: 0.6, TopP: 1, MaxPromptLength: 512, MaxCompletionLength: 192, MaxToolCallingIterations: &two, SystemPrompt: "You are an agent."}
+	write(map[string]any{"global_step": 3, "generation": want})
+	s, err := Load(dir)
+	if err != nil || s == nil {
+		t.Fatalf("%v, %v", s, err)
+	}
+	if s.String() != want.String() || s.SystemPrompt != want.SystemPrompt {
+		t.Errorf("got %+v, want %+v", s, want)
+	}
+	if got := s.String(); got != "temperature 0.6, top_p 1, top_k 0, max_prompt_length 512, max_completion_length 192, max_tool_calling_iterations 2" {
+		t.Errorf("String: %q", got)
+	}
+	if s.Iterations(4) != 2 || (&Settings{}).Iterations(4) != 4 {
+		t.Error("Iterations")
+	}
+	if o := s.SampleOptions(7); o.Temperature != 0.6 || o.TopP != 1 || o.Seed != 7 {
+		t.Errorf("SampleOptions: %+v", o)
+	}
+	if err := os.WriteFile(filepath.Join(dir, StateFile), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(dir); err == nil {
+		t.Error("a broken trainer_state.json loaded")
+	}
+}
+
+// HFGenerationConfig sets Hugging Face's sampling keys and keeps the others.
+func TestHFGenerationConfig(t *testing.T) {
+	s := Settings{Temperature: 0, TopP: 0.9, TopK: 5, MaxCompletionLength: 64}
+	raw, err := s.HFGenerationConfig(json.RawMessage(`{"eos_token_id": 3}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m["eos_token_id"] != 3.0 || m["do_sample"] != false || m["top_p"] != 0.9 || m["top_k"] != 5.0 || m["max_new_tokens"] != 64.0 {
+		t.Errorf("%s", raw)
+	}
+}
