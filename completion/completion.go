@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/rollout"
 	"github.com/mcprl/mcprl/sandbox"
@@ -95,6 +96,17 @@ func TaskPrompts(tasks []task.Task, sandboxes map[string]*sandbox.Factory, tpl *
 		records = append(records, Record{ID: t.ID, Prompt: text})
 	}
 	return records, nil
+}
+
+// ChatPrompt renders user's message as a conversation's first user turn
+// with tpl, after the system message system when it is not empty, up to
+// the assistant's turn: the prompt of mcprl generate --chat.
+func ChatPrompt(tpl *tokenizer.Template, system, user string) (string, error) {
+	var msgs []chat.Message
+	if system != "" {
+		msgs = append(msgs, chat.Message{Role: "system", Content: system})
+	}
+	return tpl.Render(append(msgs, chat.Message{Role: "user", Content: user}), nil, true)
 }
 
 // StopIDs are the ids that end a completion: the model's eos_token_id, the

@@ -161,3 +161,20 @@ func TestTaskPrompts(t *testing.T) {
 		}
 	}
 }
+
+// ChatPrompt renders a user turn, after the system message when one is
+// given, up to the assistant's turn.
+func TestChatPrompt(t *testing.T) {
+	_, tpl, err := tokenizer.LoadWithTemplate("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := completion.ChatPrompt(tpl, "", "How many?")
+	if err != nil || !strings.HasSuffix(got, "<|im_start|>user\nHow many?<|im_end|>\n<|im_start|>assistant\n") || strings.Count(got, "<|im_start|>user") != 1 {
+		t.Errorf("%q, %v", got, err)
+	}
+	got, err = completion.ChatPrompt(tpl, "Be brief.", "How many?")
+	if want := "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHow many?<|im_end|>\n<|im_start|>assistant\n"; err != nil || got != want {
+		t.Errorf("%q, %v; want %q", got, err, want)
+	}
+}

@@ -2,6 +2,8 @@ package eval_test
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -52,5 +54,33 @@ func TestSummarizeLeavesErrorsOut(t *testing.T) {
 	}
 	if rep.SuccessRate.Defined() || rep.PassAtK.Defined() || rep.NErrors != 2 || rep.NScored != 0 {
 		t.Errorf("every trajectory failed: %+v", rep.Metrics)
+	}
+}
+
+// FirstError names the first failed sample; SaveWithPage writes the
+// trajectories, the report and the page to look at.
+func TestFirstErrorAndSaveWithPage(t *testing.T) {
+	a := &task.Task{ID: "a", GroundTruthAssertions: []string{"x"}}
+	ok := &eval.Sample{Task: a, Trajectory: &chat.Trajectory{Turns: []chat.Turn{{Text: "x"}}}, Assertions: reward.Score{Value: 1}}
+	failed := &eval.Sample{Task: a, Index: 1, Trajectory: &chat.Trajectory{Error: "policy: HTTP 500"}, ScoreError: "not scored: policy: HTTP 500"}
+	if got := eval.FirstError([]*eval.Sample{ok}); got != "" {
+		t.Errorf("no failure: %q", got)
+	}
+	if got := eval.FirstError([]*eval.Sample{ok, failed}); !strings.HasPrefix(got, "a (sample 1): ") || !strings.Contains(got, "HTTP 500") {
+		t.Errorf("FirstError: %q", got)
+	}
+	samples := []*eval.Sample{ok, failed}
+	rep, err := eval.Summarize(samples, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "out")
+	if _, err := eval.SaveWithPage(dir, samples, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"trajectories.jsonl", "report.json", "report.html"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/policy"
 	"github.com/mcprl/mcprl/progress"
+	"github.com/mcprl/mcprl/report"
 	"github.com/mcprl/mcprl/reward"
 	"github.com/mcprl/mcprl/rollout"
 	"github.com/mcprl/mcprl/sandbox"
@@ -328,6 +329,26 @@ func WriteJSONL(w io.Writer, samples []*Sample) error {
 		}
 	}
 	return nil
+}
+
+// FirstError names the first sample a failure ended, as "ID (sample I):
+// reason"; "" when none did.
+func FirstError(res []*Sample) string {
+	for _, s := range res {
+		if s.Errored() {
+			return fmt.Sprintf("%s (sample %d): %s", s.Task.ID, s.Index, s.ErrorOf())
+		}
+	}
+	return ""
+}
+
+// SaveWithPage is Save, then the page to look at, dir/report.html
+// (report.Generate over dir). It returns the lines the page skipped.
+func SaveWithPage(dir string, res []*Sample, rep *Report) (warnings []string, err error) {
+	if err := Save(dir, res, rep); err != nil {
+		return nil, err
+	}
+	return report.Generate(filepath.Join(dir, "report.html"), dir)
 }
 
 // Save writes the samples to dir/trajectories.jsonl (WriteJSONL) and the

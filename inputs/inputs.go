@@ -68,10 +68,7 @@ func Load(ctx context.Context, modelDir string, o Options) (*Loaded, error) {
 	if l.Model, err = model.Load(eng.Backend, modelDir); err != nil {
 		return nil, err
 	}
-	if l.Tokenizer, err = tokenizer.Load(modelDir); err != nil {
-		return nil, fmt.Errorf("model %s: %w", modelDir, err)
-	}
-	if l.Template, err = l.Tokenizer.Template(); err != nil {
+	if l.Tokenizer, l.Template, err = tokenizer.LoadWithTemplate(modelDir); err != nil {
 		return nil, fmt.Errorf("model %s: %w", modelDir, err)
 	}
 	if err := l.loadTasks(ctx, o); err != nil {

@@ -31,3 +31,25 @@ func Small() (*Tokenizer, error) {
 	}
 	return t, nil
 }
+
+// LoadWithTemplate loads the tokenizer of dir (Load; "" loads the embedded
+// small one, Small) with its compiled chat template.
+func LoadWithTemplate(dir string) (*Tokenizer, *Template, error) {
+	var (
+		t   *Tokenizer
+		err error
+	)
+	if dir != "" {
+		t, err = Load(dir)
+	} else {
+		t, err = Small()
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	tpl, err := t.Template()
+	if err != nil {
+		return nil, nil, fmt.Errorf("tokenizer %s: %w", dir, err)
+	}
+	return t, tpl, nil
+}

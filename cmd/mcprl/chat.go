@@ -102,10 +102,7 @@ Example:
 				if err != nil {
 					return err
 				}
-				if tok, err = tokenizer.Load(modelDir); err != nil {
-					return fmt.Errorf("model %s: %w", modelDir, err)
-				}
-				if tpl, err = tok.Template(); err != nil {
+				if tok, tpl, err = tokenizer.LoadWithTemplate(modelDir); err != nil {
 					return fmt.Errorf("model %s: %w", modelDir, err)
 				}
 				if pol, err = eval.Sampled(m, ecfg)(nil, 1); err != nil {

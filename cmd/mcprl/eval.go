@@ -15,7 +15,6 @@ import (
 	"github.com/mcprl/mcprl/eval"
 	"github.com/mcprl/mcprl/grpo"
 	"github.com/mcprl/mcprl/inputs"
-	"github.com/mcprl/mcprl/report"
 	"github.com/mcprl/mcprl/sampling"
 	"github.com/mcprl/mcprl/tokenizer"
 )
@@ -212,13 +211,7 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *servedF
 	fmt.Fprintf(stderr, "eval: %d tasks x %d samples in %.1fs\n", rep.NTasks, samples, time.Since(start).Seconds())
 	var failed error
 	if rep.NErrors > 0 {
-		first := ""
-		for _, s := range res {
-			if s.Errored() {
-				first = fmt.Sprintf("%s (sample %d): %s", s.Task.ID, s.Index, s.ErrorOf())
-				break
-			}
-		}
+		first := eval.FirstError(res)
 		fmt.Fprintf(stderr, "eval: %d of %d trajectories failed (a policy server, sandbox or scoring error) and are left out of the rates (n_errors); the first: %s\n",
 			rep.NErrors, rep.NTrajectories, first)
 		if rep.NScored == 0 {
@@ -226,19 +219,15 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *servedF
 		}
 	}
 	if cfg.OutputDir != "" {
-		if err := eval.Save(cfg.OutputDir, res, rep); err != nil {
-			return err
-		}
-		fmt.Fprintf(stderr, "eval: trajectories in %s\n", filepath.Join(cfg.OutputDir, "trajectories.jsonl"))
-		page := filepath.Join(cfg.OutputDir, "report.html")
-		warnings, err := report.Generate(page, cfg.OutputDir)
+		warnings, err := eval.SaveWithPage(cfg.OutputDir, res, rep)
 		for _, w := range warnings {
 			fmt.Fprintf(stderr, "eval: report skipped %s\n", w)
 		}
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "eval: report in %s\n", page)
+		fmt.Fprintf(stderr, "eval: trajectories in %s\neval: report in %s\n",
+			filepath.Join(cfg.OutputDir, "trajectories.jsonl"), filepath.Join(cfg.OutputDir, "report.html"))
 	}
 	out := cmd.OutOrStdout()
 	if ef.json {
@@ -271,11 +260,7 @@ func loadServed(ctx context.Context, served *servedFlags, tasksPath, fixturesDir
 // chat template is Qwen2.5's), the tasks and a sandbox factory per fixture.
 // It serves --golden, where no model samples.
 func loadTasksOnly(ctx context.Context, tasksPath, fixturesDir, dsn string, skipBad bool, warn io.Writer) (*inputs.Loaded, error) {
-	tok, err := tokenizer.Small()
-	if err != nil {
-		return nil, err
-	}
-	tpl, err := tok.Template()
+	tok, tpl, err := tokenizer.LoadWithTemplate("")
 	if err != nil {
 		return nil, err
 	}

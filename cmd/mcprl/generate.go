@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/completion"
 	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/sampling"
@@ -80,11 +79,7 @@ Examples:
 					if err != nil {
 						return err
 					}
-					var msgs []chat.Message
-					if gs.SystemPrompt != "" {
-						msgs = append(msgs, chat.Message{Role: "system", Content: gs.SystemPrompt})
-					}
-					if text, err = tpl.Render(append(msgs, chat.Message{Role: "user", Content: prompt}), nil, true); err != nil {
+					if text, err = completion.ChatPrompt(tpl, gs.SystemPrompt, prompt); err != nil {
 						return err
 					}
 				}

@@ -62,23 +62,7 @@ func (f *servedFlags) client() (*openai.Client, error) {
 // loadTokenizer loads --tokenizer, else the embedded small tokenizer, with
 // its chat template.
 func (f *servedFlags) loadTokenizer() (*tokenizer.Tokenizer, *tokenizer.Template, error) {
-	var (
-		tok *tokenizer.Tokenizer
-		err error
-	)
-	if f.tokenizer != "" {
-		tok, err = tokenizer.Load(f.tokenizer)
-	} else {
-		tok, err = tokenizer.Small()
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	tpl, err := tok.Template()
-	if err != nil {
-		return nil, nil, fmt.Errorf("tokenizer %s: %w", f.tokenizer, err)
-	}
-	return tok, tpl, nil
+	return tokenizer.LoadWithTemplate(f.tokenizer)
 }
 
 // policy builds the served policy and probes the server with the tools of

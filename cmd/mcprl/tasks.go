@@ -81,13 +81,11 @@ Example:
 			w := bufio.NewWriter(f)
 			enc := json.NewEncoder(w)
 			enc.SetEscapeHTML(false)
-			perCat := map[string]int{}
 			for i := range tasks {
 				if err := enc.Encode(&tasks[i]); err != nil {
 					f.Close()
 					return fmt.Errorf("write %s: %w", out, err)
 				}
-				perCat[tasks[i].Category]++
 			}
 			if err := w.Flush(); err != nil {
 				f.Close()
@@ -96,25 +94,7 @@ Example:
 			if err := f.Close(); err != nil {
 				return fmt.Errorf("write %s: %w", out, err)
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d tasks for fixture %s to %s:", len(tasks), fx.Name, out)
-			edge := 0
-			for _, c := range taskgen.Categories {
-				fmt.Fprintf(cmd.ErrOrStderr(), " %s %d", c, perCat[c])
-				if taskgen.IsEdgeCase(c) {
-					edge += perCat[c]
-				}
-			}
-			twoStep := 0
-			for i := range tasks {
-				calls := 0
-				for _, m := range tasks[i].Golden {
-					calls += len(m.ToolCalls)
-				}
-				if calls > 1 {
-					twoStep++
-				}
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "; %d edge cases without a golden trajectory; %d goldens look before they query (--inspect-share %g)\n", edge, twoStep, inspectShare)
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d tasks for fixture %s to %s:%s (--inspect-share %g)\n", len(tasks), fx.Name, out, taskgen.Count(tasks), inspectShare)
 			if len(tasks) < n {
 				fmt.Fprintf(cmd.ErrOrStderr(), "note: the fixture offers only %d distinct questions (asked for %d)\n", len(tasks), n)
 			}
