@@ -18,3 +18,19 @@ func TestLoadWithTemplate(t *testing.T) {
 		t.Errorf("missing directory: %v", err)
 	}
 }
+
+// ReduceTo keeps as many merges as make size ids, and refuses a size below
+// the byte and added tokens.
+func TestReduceTo(t *testing.T) {
+	tok, err := Small()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := tok.ReduceTo(600)
+	if err != nil || r.VocabSize() != 600 {
+		t.Fatalf("%v, %v", r, err)
+	}
+	if _, err := tok.ReduceTo(256); err == nil || !strings.Contains(err.Error(), "256 byte tokens") {
+		t.Errorf("too small: %v", err)
+	}
+}

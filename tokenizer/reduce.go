@@ -12,6 +12,15 @@ import (
 	"strconv"
 )
 
+// ReduceTo is Reduce to size ids in all: k = size - 256 - the added tokens.
+func (t *Tokenizer) ReduceTo(size int) (*Tokenizer, error) {
+	k := size - 256 - len(t.AddedTokens())
+	if k < 0 {
+		return nil, fmt.Errorf("%d ids are fewer than the 256 byte tokens + %d added tokens", size, len(t.AddedTokens()))
+	}
+	return t.Reduce(k)
+}
+
 // Reduce returns a smaller tokenizer for models trained from scratch: the 256
 // byte tokens, the first k merges (with the tokens they make) and all added
 // tokens, renumbered compactly (bytes and merges keep their relative order;

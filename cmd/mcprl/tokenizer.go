@@ -42,14 +42,14 @@ Example (the small tokenizer embedded in package tokenizer, 2,048 ids):
 			if err != nil {
 				return err
 			}
-			k := merges
+			var r *tokenizer.Tokenizer
 			if size >= 0 {
-				k = size - 256 - len(t.AddedTokens())
-				if k < 0 {
-					return fmt.Errorf("--size %d is below the 256 byte tokens + %d added tokens", size, len(t.AddedTokens()))
+				if r, err = t.ReduceTo(size); err != nil {
+					return fmt.Errorf("--size: %w", err)
 				}
+			} else {
+				r, err = t.Reduce(merges)
 			}
-			r, err := t.Reduce(k)
 			if err != nil {
 				return err
 			}
