@@ -12,21 +12,20 @@ import (
 	"github.com/mcprl/mcprl/sandbox"
 	"github.com/mcprl/mcprl/task"
 	"github.com/mcprl/mcprl/tokenizer"
+	"github.com/mcprl/mcprl/train"
 )
 
-// Options say where the tasks and fixtures are and how to treat them.
+// Options say what a run loads and how.
 type Options struct {
-	// Tasks is the tasks JSONL file; Fixtures the directory of fixtures,
-	// each named by a task's "fixture". Both are required.
-	Tasks, Fixtures string
-	// DSN is the PostgreSQL DSN of the sandboxes' databases; "" uses
-	// embedded SQLite.
-	DSN string
+	// Inputs are what a config's keys (and the flags over them) name: the
+	// model directory (Load), the tasks JSONL file and the directory of
+	// fixtures, each named by a task's "fixture" (both required), the
+	// PostgreSQL DSN of the sandboxes' databases ("" uses embedded SQLite)
+	// and the engine that runs the model (model.OpenEngine; "" is auto).
+	train.Inputs
 	// SkipBad skips bad task lines (counted to Warn, kept in Skipped)
 	// instead of failing with every one listed.
 	SkipBad bool
-	// Engine picks what runs the model (model.OpenEngine; "" is auto).
-	Engine model.Engine
 	// Warn receives notes and warnings; nil discards them.
 	Warn io.Writer
 }
@@ -51,11 +50,12 @@ type Loaded struct {
 	factories *sandbox.Factories // what made Sandboxes
 }
 
-// Load opens the model in modelDir (weights, tokenizer files and chat
+// Load opens the model in o.Model (weights, tokenizer files and chat
 // template) on the engine o.Engine picks, noting to o.Warn first the engine
 // line (what runs the model, and on simplego its matmuls), then loads the
 // tasks as LoadTasks does.
-func Load(ctx context.Context, modelDir string, o Options) (*Loaded, error) {
+func Load(ctx context.Context, o Options) (*Loaded, error) {
+	modelDir := o.Model
 	if modelDir == "" {
 		return nil, errors.New("inputs: no model directory")
 	}

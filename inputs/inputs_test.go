@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcprl/mcprl/inputs"
 	"github.com/mcprl/mcprl/tokenizer"
+	"github.com/mcprl/mcprl/train"
 )
 
 const (
@@ -35,7 +36,7 @@ func small(t *testing.T) (*tokenizer.Tokenizer, *tokenizer.Template) {
 // reads its tasks and starts the one fixture they use.
 func TestLoadModelAndTasks(t *testing.T) {
 	var warn bytes.Buffer
-	l, err := inputs.Load(context.Background(), quickModel, inputs.Options{Tasks: quickTasks, Fixtures: fixturesDir, Warn: &warn})
+	l, err := inputs.Load(context.Background(), inputs.Options{Inputs: train.Inputs{Model: quickModel, Tasks: quickTasks, Fixtures: fixturesDir}, Warn: &warn})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +61,7 @@ func TestLoadModelAndTasks(t *testing.T) {
 	if !strings.HasPrefix(warn.String(), "engine: ") || l.Engine == nil || !strings.Contains(warn.String(), "DotGeneral gradient: ") {
 		t.Errorf("warnings %q: want the engine line first", warn.String())
 	}
-	if _, err := inputs.Load(context.Background(), t.TempDir(), inputs.Options{Tasks: quickTasks, Fixtures: fixturesDir}); err == nil {
+	if _, err := inputs.Load(context.Background(), inputs.Options{Inputs: train.Inputs{Model: t.TempDir(), Tasks: quickTasks, Fixtures: fixturesDir}}); err == nil {
 		t.Error("an empty model directory loaded")
 	}
 }
@@ -80,12 +81,12 @@ func TestLoadTasksBadLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	_, err = inputs.LoadTasks(ctx, tok, tpl, inputs.Options{Tasks: path, Fixtures: fixturesDir})
+	_, err = inputs.LoadTasks(ctx, tok, tpl, inputs.Options{Inputs: train.Inputs{Tasks: path, Fixtures: fixturesDir}})
 	if err == nil || !strings.Contains(err.Error(), path+":2") || !strings.Contains(err.Error(), path+":4") {
 		t.Fatalf("strict load: %v; want lines 2 and 4 named", err)
 	}
 	var warn bytes.Buffer
-	l, err := inputs.LoadTasks(ctx, tok, tpl, inputs.Options{Tasks: path, Fixtures: fixturesDir, SkipBad: true, Warn: &warn})
+	l, err := inputs.LoadTasks(ctx, tok, tpl, inputs.Options{Inputs: train.Inputs{Tasks: path, Fixtures: fixturesDir}, SkipBad: true, Warn: &warn})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,14 +108,14 @@ func TestLoadTasksBadLines(t *testing.T) {
 
 func TestLoadTasksNeedsFiles(t *testing.T) {
 	tok, tpl := small(t)
-	if _, err := inputs.LoadTasks(context.Background(), tok, tpl, inputs.Options{Tasks: quickTasks}); err == nil {
+	if _, err := inputs.LoadTasks(context.Background(), tok, tpl, inputs.Options{Inputs: train.Inputs{Tasks: quickTasks}}); err == nil {
 		t.Error("loaded without a fixtures directory")
 	}
 	empty := filepath.Join(t.TempDir(), "empty.jsonl")
 	if err := os.WriteFile(empty, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := inputs.LoadTasks(context.Background(), tok, tpl, inputs.Options{Tasks: empty, Fixtures: fixturesDir}); err == nil || !strings.Contains(err.Error(), "no usable tasks") {
+	if _, err := inputs.LoadTasks(context.Background(), tok, tpl, inputs.Options{Inputs: train.Inputs{Tasks: empty, Fixtures: fixturesDir}}); err == nil || !strings.Contains(err.Error(), "no usable tasks") {
 		t.Errorf("empty tasks file: %v", err)
 	}
 }

@@ -89,7 +89,7 @@ Example:
 				pol policy.Policy
 			)
 			if served.given() {
-				if tok, tpl, err = served.loadTokenizer(); err != nil {
+				if tok, tpl, err = tokenizer.LoadWithTemplate(served.tokenizer); err != nil {
 					return err
 				}
 				p, err := served.policy(ctx, tok, map[string]*sandbox.Factory{fx.Name: f}, ecfg.Sample, stderr)

@@ -10,6 +10,7 @@ import (
 	"github.com/mcprl/mcprl/eval"
 	"github.com/mcprl/mcprl/inputs"
 	"github.com/mcprl/mcprl/sampling"
+	"github.com/mcprl/mcprl/train"
 )
 
 func newTasksDistillCmd() *cobra.Command {
@@ -65,9 +66,10 @@ Example:
 			var (
 				ws  *inputs.Loaded
 				pol eval.PolicyFor
+				in  = train.Inputs{Model: modelDir, Tasks: tasksPath, Fixtures: fixtures, DSN: dsn}
 			)
 			if served.given() {
-				if ws, err = loadServed(ctx, &served, tasksPath, fixtures, dsn, skipBad, stderr); err != nil {
+				if ws, err = loadTasks(ctx, served.tokenizer, in, skipBad, stderr); err != nil {
 					return err
 				}
 				defer ws.Close()
@@ -81,7 +83,8 @@ Example:
 				if err != nil {
 					return err
 				}
-				if ws, err = load(ctx, engine, modelDir, tasksPath, fixtures, dsn, skipBad, stderr); err != nil {
+				in.Engine = engine
+				if ws, err = load(ctx, in, skipBad, stderr); err != nil {
 					return err
 				}
 				defer ws.Close()

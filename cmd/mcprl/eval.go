@@ -2,11 +2,9 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"time"
 
@@ -16,7 +14,6 @@ import (
 	"github.com/mcprl/mcprl/grpo"
 	"github.com/mcprl/mcprl/inputs"
 	"github.com/mcprl/mcprl/sampling"
-	"github.com/mcprl/mcprl/tokenizer"
 )
 
 // evalFlags are eval's own knobs beyond the shared runFlags.
@@ -156,14 +153,16 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *servedF
 	if err != nil {
 		return err
 	}
+	in := cfg.Inputs
+	in.Engine = engine
 	var ws *inputs.Loaded
 	switch {
 	case served.given():
-		ws, err = loadServed(ctx, served, cfg.Tasks, cfg.Fixtures, cfg.DSN, flags.skipBadTasks, stderr)
+		ws, err = loadTasks(ctx, served.tokenizer, in, flags.skipBadTasks, stderr)
 	case ef.golden && flags.model == "":
-		ws, err = loadTasksOnly(ctx, cfg.Tasks, cfg.Fixtures, cfg.DSN, flags.skipBadTasks, stderr)
+		ws, err = loadTasks(ctx, "", in, flags.skipBadTasks, stderr)
 	default:
-		ws, err = load(ctx, engine, cfg.Model, cfg.Tasks, cfg.Fixtures, cfg.DSN, flags.skipBadTasks, stderr)
+		ws, err = load(ctx, in, flags.skipBadTasks, stderr)
 	}
 	if err != nil {
 		return err
@@ -244,25 +243,4 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *servedF
 		return err
 	}
 	return failed
-}
-
-// loadServed is load for a served policy: the tokenizer of --tokenizer
-// (else the embedded small one), the tasks and a sandbox factory per fixture.
-func loadServed(ctx context.Context, served *servedFlags, tasksPath, fixturesDir, dsn string, skipBad bool, warn io.Writer) (*inputs.Loaded, error) {
-	tok, tpl, err := served.loadTokenizer()
-	if err != nil {
-		return nil, err
-	}
-	return loadTasks(ctx, tok, tpl, tasksPath, fixturesDir, dsn, skipBad, warn)
-}
-
-// loadTasksOnly is load without a model: the embedded small tokenizer (its
-// chat template is Qwen2.5's), the tasks and a sandbox factory per fixture.
-// It serves --golden, where no model samples.
-func loadTasksOnly(ctx context.Context, tasksPath, fixturesDir, dsn string, skipBad bool, warn io.Writer) (*inputs.Loaded, error) {
-	tok, tpl, err := tokenizer.LoadWithTemplate("")
-	if err != nil {
-		return nil, err
-	}
-	return loadTasks(ctx, tok, tpl, tasksPath, fixturesDir, dsn, skipBad, warn)
 }

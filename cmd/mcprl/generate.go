@@ -14,6 +14,7 @@ import (
 	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/sampling"
 	"github.com/mcprl/mcprl/tokenizer"
+	"github.com/mcprl/mcprl/train"
 )
 
 func newGenerateCmd() *cobra.Command {
@@ -89,7 +90,8 @@ Examples:
 				if err != nil {
 					return err
 				}
-				w, err := load(cmd.Context(), engine, modelDir, tasksPath, fixtures, dsn, false, cmd.ErrOrStderr())
+				in := train.Inputs{Model: modelDir, Tasks: tasksPath, Fixtures: fixtures, DSN: dsn, Engine: engine}
+				w, err := load(cmd.Context(), in, false, cmd.ErrOrStderr())
 				if err != nil {
 					return err
 				}

@@ -59,12 +59,6 @@ func (f *servedFlags) client() (*openai.Client, error) {
 	return openai.NewClient(cfg)
 }
 
-// loadTokenizer loads --tokenizer, else the embedded small tokenizer, with
-// its chat template.
-func (f *servedFlags) loadTokenizer() (*tokenizer.Tokenizer, *tokenizer.Template, error) {
-	return tokenizer.LoadWithTemplate(f.tokenizer)
-}
-
 // policy builds the served policy and probes the server with the tools of
 // the fixtures and the sampling settings, so that an unreachable server, a
 // model it does not serve or a refused setting fails before any work.

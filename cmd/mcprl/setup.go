@@ -10,7 +10,6 @@ import (
 
 	"github.com/mcprl/mcprl/grpo"
 	"github.com/mcprl/mcprl/inputs"
-	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/sft"
 	"github.com/mcprl/mcprl/tokenizer"
 	"github.com/mcprl/mcprl/train"
@@ -84,26 +83,32 @@ func (f *runFlags) override(args *train.Arguments, in *train.Inputs, ignored []s
 	}
 }
 
-// load opens modelDir (weights and tokenizer files) on engine (see
+// load opens in's model (weights and tokenizer files) on its engine (see
 // engineOf), the tasks with their fixtures, and starts a sandbox factory per
 // fixture. Bad task lines fail the load, all listed; with skipBad they are
 // reported to warn and skipped.
-func load(ctx context.Context, engine model.Engine, modelDir, tasksPath, fixturesDir, dsn string, skipBad bool, warn io.Writer) (*inputs.Loaded, error) {
-	if modelDir == "" {
+func load(ctx context.Context, in train.Inputs, skipBad bool, warn io.Writer) (*inputs.Loaded, error) {
+	if in.Model == "" {
 		return nil, errors.New("no model: set model in the config or pass --model")
 	}
-	if tasksPath == "" || fixturesDir == "" {
+	if in.Tasks == "" || in.Fixtures == "" {
 		return nil, errNoTasks
 	}
-	return inputs.Load(ctx, modelDir, inputs.Options{Tasks: tasksPath, Fixtures: fixturesDir, DSN: dsn, SkipBad: skipBad, Engine: engine, Warn: warn})
+	return inputs.Load(ctx, inputs.Options{Inputs: in, SkipBad: skipBad, Warn: warn})
 }
 
-// loadTasks is load for a run that brings its own tokenizer and template.
-func loadTasks(ctx context.Context, tok *tokenizer.Tokenizer, tpl *tokenizer.Template, tasksPath, fixturesDir, dsn string, skipBad bool, warn io.Writer) (*inputs.Loaded, error) {
-	if tasksPath == "" || fixturesDir == "" {
+// loadTasks is load for a run without a model (a served policy, eval
+// --golden): in's tasks and fixtures, with the tokenizer of tokenizerDir
+// ("": the embedded small one, whose chat template is Qwen2.5's).
+func loadTasks(ctx context.Context, tokenizerDir string, in train.Inputs, skipBad bool, warn io.Writer) (*inputs.Loaded, error) {
+	if in.Tasks == "" || in.Fixtures == "" {
 		return nil, errNoTasks
 	}
-	return inputs.LoadTasks(ctx, tok, tpl, inputs.Options{Tasks: tasksPath, Fixtures: fixturesDir, DSN: dsn, SkipBad: skipBad, Warn: warn})
+	tok, tpl, err := tokenizer.LoadWithTemplate(tokenizerDir)
+	if err != nil {
+		return nil, err
+	}
+	return inputs.LoadTasks(ctx, tok, tpl, inputs.Options{Inputs: in, SkipBad: skipBad, Warn: warn})
 }
 
 var errNoTasks = errors.New("set tasks and fixtures in the config or pass --tasks and --fixtures")

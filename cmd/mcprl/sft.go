@@ -38,7 +38,9 @@ metrics.jsonl and final/ to output_dir in the same format as train.`,
 				return err
 			}
 			defer lock.Release()
-			ws, err := load(ctx, engine, cfg.Model, cfg.Tasks, cfg.Fixtures, cfg.DSN, flags.skipBadTasks, stderr)
+			in := cfg.Inputs
+			in.Engine = engine
+			ws, err := load(ctx, in, flags.skipBadTasks, stderr)
 			if err != nil {
 				return err
 			}

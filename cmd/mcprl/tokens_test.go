@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/sft"
+	"github.com/mcprl/mcprl/train"
 )
 
 // TestSFTTrainableTokensTiny: on the tiny Llama GGUF imported with the <tool_call> tokens (mean embedding rows,
@@ -32,7 +33,7 @@ func TestSFTTrainableTokensTiny(t *testing.T) {
 		t.Fatalf("import: %v\n%s", err, out)
 	}
 	ctx := context.Background()
-	ws, err := load(ctx, "", base, "../../examples/customers/quick_tasks.jsonl", "../../examples/fixtures", "", false, io.Discard)
+	ws, err := load(ctx, train.Inputs{Model: base, Tasks: "../../examples/customers/quick_tasks.jsonl", Fixtures: "../../examples/fixtures"}, false, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,11 +43,12 @@ that holds an earlier run's outputs unless --overwrite_output_dir deletes them.`
 				return err
 			}
 			defer lock.Release()
-			modelDir := cfg.Model
+			in := cfg.Inputs
+			in.Engine = engine
 			if ckpt != "" {
-				modelDir = ckpt
+				in.Model = ckpt
 			}
-			ws, err := load(ctx, engine, modelDir, cfg.Tasks, cfg.Fixtures, cfg.DSN, flags.skipBadTasks, stderr)
+			ws, err := load(ctx, in, flags.skipBadTasks, stderr)
 			if err != nil {
 				return err
 			}
