@@ -29,7 +29,7 @@ type samplingFlags struct {
 // --max-new-tokens, with def as their defaults.
 func registerSampling(fl *pflag.FlagSet, def sampling.Settings, seed int64, rollouts bool) *samplingFlags {
 	f := &samplingFlags{fl: fl, def: def, lengthFlag: "max-new-tokens"}
-	fl.Float64Var(&f.v.Temperature, "temperature", def.Temperature, "sampling temperature (0: greedy; default: as the model was trained, else this)")
+	fl.Float64Var(&f.v.Temperature, "temperature", def.Temperature, "sampling temperature, 0: greedy (this and the other sampling flags default to a trained model's own settings)")
 	fl.Float64Var(&f.v.TopP, "top-p", def.TopP, "nucleus sampling: keep the most likely tokens up to this probability mass")
 	fl.IntVar(&f.v.TopK, "top-k", def.TopK, "keep the K most likely tokens (0: all)")
 	fl.Int64Var(&f.seed, "seed", seed, "sampling seed")
