@@ -209,14 +209,16 @@ func TestExternalEverythingHTTP(t *testing.T) {
 		cmd.Wait()
 	})
 	url := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
-	for i := 0; ; i++ {
+	// Node starts in well under a second on a quiet machine; a loaded one
+	// (a test suite beside an experiment) has taken over 10 s.
+	for deadline := time.Now().Add(60 * time.Second); ; {
 		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err == nil {
 			c.Close()
 			break
 		}
-		if i == 200 {
-			t.Fatalf("server-everything did not listen on %d", port)
+		if time.Now().After(deadline) {
+			t.Fatalf("server-everything did not listen on %d within 60 s", port)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
