@@ -31,6 +31,38 @@ type Settings struct {
 	// SystemPrompt is the system message the model was trained with, when
 	// every training task had the same one; "" when none or they differ.
 	SystemPrompt string `json:"system_prompt,omitempty"`
+
+	// keys are the JSON keys Load found; nil: every one (settings made in
+	// code). A trainer that does not sample (SFT) records only some.
+	keys map[string]bool
+}
+
+// Has reports whether s holds the setting of JSON key (such as
+// "temperature"): always for settings made in code, and for loaded ones
+// when the file had the key.
+func (s *Settings) Has(key string) bool { return s.keys == nil || s.keys[key] }
+
+// JSONOf returns s as JSON with only the given keys (JSON names): what a
+// trainer records that sets only some, as SFT records its token budgets and
+// system prompt but no sampling settings.
+func (s *Settings) JSONOf(keys ...string) (json.RawMessage, error) {
+	data, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(data, &all); err != nil {
+		return nil, err
+	}
+	out := map[string]json.RawMessage{}
+	for _, k := range keys {
+		if v, ok := all[k]; ok {
+			out[k] = v
+		} else if k != "system_prompt" {
+			return nil, fmt.Errorf("sampling: no setting %q", k)
+		}
+	}
+	return json.Marshal(out)
 }
 
 // Load reads the settings a model folder was trained with (its
@@ -47,12 +79,27 @@ func Load(modelDir string) (*Settings, error) {
 		return nil, err
 	}
 	var st struct {
-		Generation *Settings `json:"generation"`
+		Generation json.RawMessage `json:"generation"`
 	}
 	if err := json.Unmarshal(data, &st); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return st.Generation, nil
+	if len(st.Generation) == 0 || string(st.Generation) == "null" {
+		return nil, nil
+	}
+	s := &Settings{}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(st.Generation, s); err != nil {
+		return nil, fmt.Errorf("%s: generation: %w", path, err)
+	}
+	if err := json.Unmarshal(st.Generation, &keys); err != nil {
+		return nil, fmt.Errorf("%s: generation: %w", path, err)
+	}
+	s.keys = map[string]bool{}
+	for k := range keys {
+		s.keys[k] = true
+	}
+	return s, nil
 }
 
 // Iterations returns MaxToolCallingIterations, or def when it is nil.

@@ -70,3 +70,37 @@ func TestHFGenerationConfig(t *testing.T) {
 		t.Errorf("%s", raw)
 	}
 }
+
+// A trainer that records only some settings (SFT: the token budgets and the
+// system prompt) writes them alone with JSONOf, and Load says which it has.
+func TestPartialSettings(t *testing.T) {
+	s := Settings{Temperature: 0.6, MaxPromptLength: 512, MaxCompletionLength: 1024, SystemPrompt: "sys"}
+	raw, err := s.JSONOf("max_prompt_length", "max_completion_length", "system_prompt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(raw) != `{"max_completion_length":1024,"max_prompt_length":512,"system_prompt":"sys"}` {
+		t.Errorf("JSONOf: %s", raw)
+	}
+	if raw, err := (&Settings{}).JSONOf("max_prompt_length", "system_prompt"); err != nil || string(raw) != `{"max_prompt_length":0}` {
+		t.Errorf("no system prompt: %s, %v", raw, err)
+	}
+	if _, err := s.JSONOf("temprature"); err == nil {
+		t.Error("an unknown key was written")
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, StateFile), []byte(`{"global_step": 1, "generation": `+string(raw)+`}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(dir)
+	if err != nil || got == nil {
+		t.Fatalf("%v, %v", got, err)
+	}
+	if got.Has("temperature") || got.Has("max_tool_calling_iterations") || !got.Has("max_prompt_length") || !got.Has("system_prompt") ||
+		got.MaxCompletionLength != 1024 || got.SystemPrompt != "sys" {
+		t.Errorf("loaded %+v", got)
+	}
+	if !(&Settings{}).Has("temperature") {
+		t.Error("settings made in code lack a key")
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/report"
 	"github.com/mcprl/mcprl/rollout"
+	"github.com/mcprl/mcprl/sampling"
 	"github.com/mcprl/mcprl/task"
 	"github.com/mcprl/mcprl/tokenizer"
 	"github.com/mcprl/mcprl/toolcall"
@@ -102,6 +103,12 @@ type Trainer struct {
 	TokenizerDir string
 	Examples     []Example
 	Progress     io.Writer
+	// SystemPrompt is the system prompt the examples' tasks share ("" when
+	// none or they differ; task.SharedSystemPrompt): recorded with the token
+	// budgets in trainer_state.json's "generation" (sampling.Settings; SFT
+	// samples nothing, so no sampling settings), for whoever samples the
+	// model (mcprl chat).
+	SystemPrompt string
 }
 
 // Train runs max_steps optimizer steps (or num_train_epochs over the
@@ -193,7 +200,12 @@ func (t *Trainer) Train(ctx context.Context) error {
 		Args: args, Model: t.Model, TokenizerDir: t.TokenizerDir,
 		TotalSteps: total, StepsPerEpoch: perEpoch, Label: "sft", Progress: t.Progress,
 	}
-	if err := loop.Run(ctx, &train.State{}, step); err != nil {
+	st := &train.State{}
+	trained := &sampling.Settings{MaxPromptLength: t.Config.MaxPromptLength, MaxCompletionLength: t.Config.MaxCompletionLength, SystemPrompt: t.SystemPrompt}
+	if st.Generation, err = trained.JSONOf("max_prompt_length", "max_completion_length", "system_prompt"); err != nil {
+		return fmt.Errorf("sft: %w", err)
+	}
+	if err := loop.Run(ctx, st, step); err != nil {
 		return fmt.Errorf("sft: %w", err)
 	}
 	return nil

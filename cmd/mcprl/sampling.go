@@ -65,11 +65,23 @@ func (f *samplingFlags) resolve(base *sampling.Settings, modelDir string) (from 
 			from = filepath.Join(modelDir, sampling.StateFile)
 		}
 	}
-	if base != nil {
-		iters := s.MaxToolCallingIterations
-		s = *base
-		if s.MaxToolCallingIterations == nil {
-			s.MaxToolCallingIterations = iters
+	if base != nil { // the settings it has (one SFT recorded has no sampling settings)
+		for key, apply := range map[string]func(){
+			"temperature":           func() { s.Temperature = base.Temperature },
+			"top_p":                 func() { s.TopP = base.TopP },
+			"top_k":                 func() { s.TopK = base.TopK },
+			"max_prompt_length":     func() { s.MaxPromptLength = base.MaxPromptLength },
+			"max_completion_length": func() { s.MaxCompletionLength = base.MaxCompletionLength },
+			"max_tool_calling_iterations": func() {
+				if base.MaxToolCallingIterations != nil {
+					s.MaxToolCallingIterations = base.MaxToolCallingIterations
+				}
+			},
+			"system_prompt": func() { s.SystemPrompt = base.SystemPrompt },
+		} {
+			if base.Has(key) {
+				apply()
+			}
 		}
 	}
 	if s.MaxToolCallingIterations == nil {

@@ -153,3 +153,31 @@ func TestGenerateChatTrainedSettings(t *testing.T) {
 		t.Errorf("--system-prompt without --chat: %v", err)
 	}
 }
+
+// sft records the system prompt its tasks share and its token budgets, but
+// no sampling settings: chat of the model keeps its own temperature.
+func TestSFTRecordsSystemPrompt(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "sft.yaml")
+	if err := os.WriteFile(cfg, []byte("model: "+customersBase+"\ntasks: ../../examples/customers/quick_tasks.jsonl\nfixtures: "+fixturesRoot+
+		"\nmax_steps: 1\nper_device_train_batch_size: 4\nlogging_steps: 1\nmax_prompt_length: 1024\nmax_completion_length: 512\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "sft")
+	if _, stderr, err := runCmd("sft", "--config", cfg, "--output-dir", out); err != nil {
+		t.Fatalf("sft: %v\n%s", err, stderr)
+	}
+	final := filepath.Join(out, "final")
+	g, err := sampling.Load(final)
+	if err != nil || g == nil || g.SystemPrompt != quickSystemPrompt(t) || g.MaxCompletionLength != 512 || g.Has("temperature") {
+		t.Fatalf("recorded %+v (%v)", g, err)
+	}
+	fl := pflag.NewFlagSet("chat", pflag.ContinueOnError)
+	sf := registerSampling(fl, sampling.Settings{TopP: 1, MaxCompletionLength: 1024}, 42, true)
+	if _, err := sf.resolve(nil, final); err != nil {
+		t.Fatal(err)
+	}
+	if got := sf.Settings.String(); got != "temperature 0, top_p 1, top_k 0, max_prompt_length 1024, max_completion_length 512, max_tool_calling_iterations 4" ||
+		sf.Settings.SystemPrompt != g.SystemPrompt {
+		t.Errorf("chat's settings of an SFT model: %s, system prompt %q", got, sf.Settings.SystemPrompt)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcprl/mcprl/sft"
+	"github.com/mcprl/mcprl/task"
 	"github.com/mcprl/mcprl/train"
 )
 
@@ -62,7 +63,8 @@ metrics.jsonl and final/ to output_dir in the same format as train.`,
 			if err != nil {
 				return err
 			}
-			t := &sft.Trainer{Config: cfg, Model: ws.Model, TokenizerDir: ws.ModelDir, Examples: examples, Progress: stderr}
+			t := &sft.Trainer{Config: cfg, Model: ws.Model, TokenizerDir: ws.ModelDir, Examples: examples, Progress: stderr,
+				SystemPrompt: task.SharedSystemPrompt(ws.Tasks)}
 			if err := t.Train(ctx); err != nil {
 				return err
 			}
