@@ -10,6 +10,7 @@ import (
 	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/eval"
 	"github.com/mcprl/mcprl/reward"
+	"github.com/mcprl/mcprl/sampling"
 	"github.com/mcprl/mcprl/task"
 )
 
@@ -82,5 +83,24 @@ func TestFirstErrorAndSaveWithPage(t *testing.T) {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s: %v", f, err)
 		}
+	}
+}
+
+// ConfigOf takes a model's sampling settings (4 tool rounds where they set
+// no limit), and Rollout hands them to one trajectory per task.
+func TestConfigOf(t *testing.T) {
+	two := 2
+	s := &sampling.Settings{Temperature: 0.6, TopP: 0.9, TopK: 5, MaxPromptLength: 512, MaxCompletionLength: 192, MaxToolCallingIterations: &two}
+	c := eval.ConfigOf(s, 7)
+	if c.MaxPromptLength != 512 || c.MaxCompletionLength != 192 || c.MaxToolCallingIterations != 2 ||
+		c.Sample.Temperature != 0.6 || c.Sample.TopP != 0.9 || c.Sample.TopK != 5 || c.Sample.Seed != 7 {
+		t.Errorf("%+v", c)
+	}
+	r := c.Rollout()
+	if r.NumGenerations != 1 || r.MaxCompletionLength != 192 || r.MaxToolCallingIterations != 2 || r.Sample.Temperature != 0.6 || r.Sample.Seed != 7 {
+		t.Errorf("rollout %+v", r)
+	}
+	if c := eval.ConfigOf(&sampling.Settings{}, 0); c.MaxToolCallingIterations != 4 {
+		t.Errorf("no round limit: %d", c.MaxToolCallingIterations)
 	}
 }

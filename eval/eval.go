@@ -17,6 +17,7 @@ import (
 	"github.com/mcprl/mcprl/report"
 	"github.com/mcprl/mcprl/reward"
 	"github.com/mcprl/mcprl/rollout"
+	"github.com/mcprl/mcprl/sampling"
 	"github.com/mcprl/mcprl/sandbox"
 	"github.com/mcprl/mcprl/task"
 	"github.com/mcprl/mcprl/tokenizer"
@@ -41,6 +42,21 @@ type Config struct {
 	// Results depend on it (it decides the sampling seeds), so keep it fixed
 	// when comparing runs.
 	BatchSize int
+}
+
+// ConfigOf returns the Config that samples with s, seeded by seed: its
+// token budgets, its tool rounds (4 where s sets no limit) and its sampling
+// knobs. Samples, K and BatchSize are left to the caller.
+func ConfigOf(s *sampling.Settings, seed int64) Config {
+	return Config{MaxPromptLength: s.MaxPromptLength, MaxCompletionLength: s.MaxCompletionLength,
+		MaxToolCallingIterations: s.Iterations(4), Sample: s.SampleOptions(seed)}
+}
+
+// Rollout returns the rollout settings of c: one trajectory per task, its
+// limits, and its sampling knobs as they are (Run seeds each batch apart).
+func (c Config) Rollout() rollout.Config {
+	return rollout.Config{NumGenerations: 1, MaxPromptLength: c.MaxPromptLength, MaxCompletionLength: c.MaxCompletionLength,
+		MaxToolCallingIterations: c.MaxToolCallingIterations, Sample: c.Sample}
 }
 
 func (c Config) samples() int { return max(c.Samples, 1) }
@@ -237,19 +253,10 @@ func (e *Evaluator) batch(ctx context.Context, tasks []task.Task, b int64) ([]*S
 	if err != nil {
 		return nil, fmt.Errorf("eval: %w", err)
 	}
-	opts := cfg.Sample
-	opts.Seed = cfg.Sample.Seed*1_000_003 + b
+	rc := cfg.Rollout()
+	rc.NumGenerations, rc.Sample.Seed = n, cfg.Sample.Seed*1_000_003+b
 	r := &rollout.Runner{
-		Policy:    pol,
-		Tokenizer: e.Tokenizer,
-		Template:  e.Template,
-		Config: rollout.Config{
-			NumGenerations:           n,
-			MaxPromptLength:          cfg.MaxPromptLength,
-			MaxCompletionLength:      cfg.MaxCompletionLength,
-			MaxToolCallingIterations: cfg.MaxToolCallingIterations,
-			Sample:                   opts,
-		},
+		Policy: pol, Tokenizer: e.Tokenizer, Template: e.Template, Config: rc,
 		Rewards: []reward.Func{reward.NewAssertions(), reward.Verifiable()},
 	}
 	results, err := r.Run(ctx, jobs)

@@ -79,10 +79,8 @@ Example:
 			case systemPrompt != "" && from != "" && !cmd.Flags().Changed("system-prompt"):
 				promptFrom = " (as trained)"
 			}
-			rcfg := rollout.Config{MaxPromptLength: st.MaxPromptLength, MaxCompletionLength: st.MaxCompletionLength,
-				MaxToolCallingIterations: st.Iterations(4), Sample: st.SampleOptions(sf.seed)}
-			ecfg := eval.Config{Samples: 1, MaxPromptLength: rcfg.MaxPromptLength, MaxCompletionLength: rcfg.MaxCompletionLength,
-				MaxToolCallingIterations: rcfg.MaxToolCallingIterations, Sample: rcfg.Sample}
+			ecfg := eval.ConfigOf(st, sf.seed)
+			ecfg.Samples = 1
 			var (
 				tok *tokenizer.Tokenizer
 				tpl *tokenizer.Template
@@ -110,7 +108,7 @@ Example:
 				}
 			}
 			a := &agent.Agent{
-				Runner:  &rollout.Runner{Policy: pol, Tokenizer: tok, Template: tpl, Config: rcfg},
+				Runner:  &rollout.Runner{Policy: pol, Tokenizer: tok, Template: tpl, Config: ecfg.Rollout()},
 				Sandbox: f, SystemPrompt: systemPrompt,
 			}
 			var names []string

@@ -59,10 +59,8 @@ Example:
 				return err
 			}
 			gs := &sf.Settings
-			ecfg := eval.Config{
-				Samples: k, K: 1, BatchSize: b, MaxPromptLength: gs.MaxPromptLength, MaxCompletionLength: gs.MaxCompletionLength,
-				MaxToolCallingIterations: gs.Iterations(4), Sample: gs.SampleOptions(sf.seed),
-			}
+			ecfg := eval.ConfigOf(gs, sf.seed)
+			ecfg.Samples, ecfg.K, ecfg.BatchSize = k, 1, b
 			var (
 				ws  *inputs.Loaded
 				pol eval.PolicyFor

@@ -172,11 +172,8 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *servedF
 		return err
 	}
 
-	ecfg := eval.Config{
-		Samples: samples, K: ef.k, BatchSize: ef.batch,
-		MaxPromptLength: st.MaxPromptLength, MaxCompletionLength: st.MaxCompletionLength,
-		MaxToolCallingIterations: st.Iterations(4), Sample: st.SampleOptions(seed),
-	}
+	ecfg := eval.ConfigOf(st, seed)
+	ecfg.Samples, ecfg.K, ecfg.BatchSize = samples, ef.k, ef.batch
 	var pol eval.PolicyFor
 	if ef.golden {
 		gi, err := eval.GoldenIterations(ws.Tasks)
