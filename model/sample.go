@@ -181,7 +181,12 @@ func (m *Model) getStepExec() (*mlctx.Exec, error) {
 		if err != nil {
 			return nil, fmt.Errorf("decode graph: %w", err)
 		}
-		m.stepExec = e.SetMaxCache(64)
+		// One graph per (batch, cache window, chunk) shape. Their number is bounded by the buckets (chunks are
+		// bucketed, windows grow in multiples of 64) times the batch sizes a run uses; recovery branching samples
+		// batches of every size up to recovery_max_branches_per_step x recovery_generations, with prefixes of
+		// every length, and run 9 of the experiment passed 64 graphs at its step 40 ("maximum cache size of 64
+		// reached"). GoMLX's cache evicts nothing, so it is unbounded here.
+		m.stepExec = e.SetMaxCache(-1)
 	}
 	return m.stepExec, nil
 }
