@@ -8,8 +8,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/mcprl/mcprl/internal/jinja"
 	"github.com/mcprl/mcprl/chat"
+	"github.com/mcprl/mcprl/internal/jinja"
 )
 
 // renderTimeout bounds one render (a variable so that tests can shorten it).
