@@ -104,15 +104,9 @@ func (sess *session) resetFromFork(id, episodeID string) *protoError {
 	if err != nil {
 		return execution("start from fork %s: %v", id, err)
 	}
-	sess.closeFork()
-	s.stats.forksCreated.Add(1)
-	s.stats.openForks.Add(1)
-	if episodeID == "" {
-		episodeID = newID()
-	}
-	sess.sb, sess.task, sess.fixture, sess.episodeID = sb, snap.task, snap.fixture, episodeID
+	sess.adopt(sb, snap.task, snap.fixture, episodeID)
 	sess.calls = append([]chat.CallResult(nil), snap.calls...)
-	sess.steps, sess.done, sess.truncated, sess.trajErr, sess.score = snap.steps, false, snap.truncated, snap.trajErr, nil
+	sess.steps, sess.truncated, sess.trajErr = snap.steps, snap.truncated, snap.trajErr
 	return nil
 }
 

@@ -136,6 +136,14 @@ func (sess *session) start(t *task.Task, fx, episodeID string) *protoError {
 	if err != nil {
 		return execution("fork sandbox of fixture %s: %v", fx, err)
 	}
+	sess.adopt(sb, t, fx, episodeID)
+	return nil
+}
+
+// adopt makes sb the episode's fork (the previous one closed), for task t
+// on fixture fx, with no calls yet. Callers hold mu.
+func (sess *session) adopt(sb *sandbox.Sandbox, t *task.Task, fx, episodeID string) {
+	sess.closeFork()
 	sess.srv.stats.forksCreated.Add(1)
 	sess.srv.stats.openForks.Add(1)
 	if episodeID == "" {
@@ -143,7 +151,6 @@ func (sess *session) start(t *task.Task, fx, episodeID string) *protoError {
 	}
 	sess.sb, sess.task, sess.fixture, sess.episodeID = sb, t, fx, episodeID
 	sess.calls, sess.steps, sess.done, sess.truncated, sess.trajErr, sess.score = nil, 0, false, false, "", nil
-	return nil
 }
 
 // resetData is what reset accepts: a task by id, or a task's fields

@@ -99,15 +99,8 @@ func (t *Trainer) recover(ctx context.Context, groups [][]scored, round int64) (
 		}
 		rt := roots[i/n]
 		root := rt.index
-		c := report.Completion{
-			Group: rt.group, Index: cfg.NumGenerations + i, TaskID: it.task.ID, Category: it.task.Category, Prompt: it.task.Task,
-			Turns: it.traj.Records(), Truncated: it.traj.Truncated, Error: it.traj.Error,
-			Rewards: map[string]*float64{}, Reward: jsonNumber(rewards[i]), Advantage: jsonNumber(adv[i]),
-			BranchOf: &root, BranchTurn: rt.it.res.Setback.Turn + 1, BranchTrigger: rt.it.res.Setback.Trigger,
-		}
-		for k, f := range t.Rewards {
-			c.Rewards[f.Name()] = jsonNumber(it.scores[k])
-		}
+		c := t.sample(it, rt.group, cfg.NumGenerations+i, rewards[i], adv[i])
+		c.BranchOf, c.BranchTurn, c.BranchTrigger = &root, rt.it.res.Setback.Turn+1, rt.it.res.Setback.Trigger
 		rec.samples = append(rec.samples, c)
 	}
 	rec.metrics["recovery/reward_mean"] = nanMean(rewards)

@@ -14,19 +14,25 @@ func (t *Trainer) samples(groups [][]scored, rewards, advantages []float64) []re
 	i := 0
 	for g, grp := range groups {
 		for j, it := range grp {
-			c := report.Completion{
-				Group: g, Index: j, TaskID: it.task.ID, Category: it.task.Category, Prompt: it.task.Task,
-				Turns: it.traj.Records(), Truncated: it.traj.Truncated, Error: it.traj.Error,
-				Rewards: map[string]*float64{}, Reward: jsonNumber(rewards[i]), Advantage: jsonNumber(advantages[i]),
-			}
-			for k, f := range t.Rewards {
-				c.Rewards[f.Name()] = jsonNumber(it.scores[k])
-			}
-			out = append(out, c)
+			out = append(out, t.sample(it, g, j, rewards[i], advantages[i]))
 			i++
 		}
 	}
 	return out
+}
+
+// sample is one scored trajectory as completions.jsonl records it: index j of group g, with every
+// reward function's score, the weighted reward and the advantage.
+func (t *Trainer) sample(it scored, g, j int, reward, advantage float64) report.Completion {
+	c := report.Completion{
+		Group: g, Index: j, TaskID: it.task.ID, Category: it.task.Category, Prompt: it.task.Task,
+		Turns: it.traj.Records(), Truncated: it.traj.Truncated, Error: it.traj.Error,
+		Rewards: map[string]*float64{}, Reward: jsonNumber(reward), Advantage: jsonNumber(advantage),
+	}
+	for k, f := range t.Rewards {
+		c.Rewards[f.Name()] = jsonNumber(it.scores[k])
+	}
+	return c
 }
 
 // samplesAt returns the generation's samples stamped with the logging step.

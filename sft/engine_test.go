@@ -11,11 +11,7 @@ import (
 
 	"github.com/mcprl/mcprl/internal/enginetest"
 	"github.com/mcprl/mcprl/model"
-	"github.com/mcprl/mcprl/rollout"
-	"github.com/mcprl/mcprl/sandbox"
 	"github.com/mcprl/mcprl/sft"
-	"github.com/mcprl/mcprl/task"
-	"github.com/mcprl/mcprl/tokenizer"
 )
 
 // TestSFTOnEngines: on each engine (enginetest.Engines), three SFT steps of one tiny random Qwen2 on the same
@@ -27,35 +23,7 @@ import (
 // relative amount.
 func TestSFTOnEngines(t *testing.T) {
 	ctx := context.Background()
-	tok, err := tokenizer.Small()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tpl, err := tok.Template()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fixtures, err := task.LoadFixtures("../examples/fixtures")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tasks, err := task.Load("../examples/customers/quick_tasks.jsonl", task.LoadOptions{Fixtures: fixtures})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := sandbox.NewFactory(ctx, fixtures["customers"], sandbox.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	jobs := make([]rollout.Job, 4)
-	for i := range jobs {
-		jobs[i] = rollout.Job{Task: &tasks[i+1], Factory: f}
-	}
-	examples, err := sft.Examples(ctx, tok, tpl, jobs, 512, 512)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok, examples := quickExamples(t)
 	mc := model.TinyConfig(tok.VocabSize(), -1, tok.EOS())
 	mc.HiddenSize, mc.IntermediateSize, mc.NumHiddenLayers, mc.NumAttentionHeads, mc.NumKeyValueHeads = 32, 64, 1, 2, 1
 	positions := 0

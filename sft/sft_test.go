@@ -23,35 +23,7 @@ import (
 // the final model loads back.
 func TestTrainLowersLoss(t *testing.T) {
 	ctx := context.Background()
-	tok, err := tokenizer.Small()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tpl, err := tok.Template()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fixtures, err := task.LoadFixtures("../examples/fixtures")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tasks, err := task.Load("../examples/customers/quick_tasks.jsonl", task.LoadOptions{Fixtures: fixtures})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := sandbox.NewFactory(ctx, fixtures["customers"], sandbox.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	jobs := make([]rollout.Job, 4)
-	for i := range jobs {
-		jobs[i] = rollout.Job{Task: &tasks[i+1], Factory: f}
-	}
-	examples, err := sft.Examples(ctx, tok, tpl, jobs, 512, 512)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok, examples := quickExamples(t)
 	for _, ex := range examples {
 		text := tok.Decode(toInts(ex.Tokens))
 		if !strings.Contains(text, "<tool_response>") || !strings.Contains(text, "7") {
@@ -149,4 +121,42 @@ func TestDemonstrated(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+// quickExamples are the SFT examples of four of the quick example's tasks (tasks 2-5 of
+// examples/customers/quick_tasks.jsonl), their goldens replayed against a live customers sandbox, with the
+// small tokenizer they were tokenized with.
+func quickExamples(t *testing.T) (*tokenizer.Tokenizer, []sft.Example) {
+	t.Helper()
+	ctx := context.Background()
+	tok, err := tokenizer.Small()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl, err := tok.Template()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixtures, err := task.LoadFixtures("../examples/fixtures")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := task.Load("../examples/customers/quick_tasks.jsonl", task.LoadOptions{Fixtures: fixtures})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := sandbox.NewFactory(ctx, fixtures["customers"], sandbox.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	jobs := make([]rollout.Job, 4)
+	for i := range jobs {
+		jobs[i] = rollout.Job{Task: &tasks[i+1], Factory: f}
+	}
+	examples, err := sft.Examples(ctx, tok, tpl, jobs, 512, 512)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok, examples
 }

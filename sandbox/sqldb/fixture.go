@@ -134,13 +134,7 @@ func (t *Template) Variants(ctx context.Context, n int, oracle string, queries [
 		p.tables = tables
 		p.mu.Unlock()
 	}
-	out := make([][]*Result, n)
-	for i := range n {
-		if out[i], err = fc.variant(ctx, i, tables, oracle, queries, t.limits()); err != nil {
-			return nil, fmt.Errorf("sqldb: variant %d of the fixture: %w", i, err)
-		}
-	}
-	return out, nil
+	return variants(ctx, fc, tables, n, oracle, queries, t.limits())
 }
 
 func (t *Template) limits() limits {

@@ -32,9 +32,15 @@ func (d *DB) Variants(ctx context.Context, n int, oracle string, queries []strin
 	if err != nil {
 		return nil, err
 	}
+	return variants(ctx, d.fc, tables, n, oracle, queries, d.lim)
+}
+
+// variants runs the oracle and the queries on variants 0..n-1 of fc's data.
+func variants(ctx context.Context, fc forkConn, tables []Table, n int, oracle string, queries []string, lim limits) ([][]*Result, error) {
 	out := make([][]*Result, n)
 	for i := range n {
-		if out[i], err = d.fc.variant(ctx, i, tables, oracle, queries, d.lim); err != nil {
+		var err error
+		if out[i], err = fc.variant(ctx, i, tables, oracle, queries, lim); err != nil {
 			return nil, fmt.Errorf("sqldb: variant %d: %w", i, err)
 		}
 	}
