@@ -17,6 +17,9 @@
 #   SEEDS="1 2" OUT=runs/exp2 scripts/experiment.sh
 #   PARALLEL=2 scripts/experiment.sh      # two seeds at once (default one; a seed holds ~8 GB: GRPO and an evaluation at ~4 GB each)
 #   MODEL=path/to/model.json scripts/experiment.sh    # another model size
+#   BASE=DIR SFT_CONFIG=... scripts/experiment.sh     # every seed's SFT starts from the HF model in DIR (a pretrained
+#                                         # model, e.g. SmolLM2 imported: scripts/smollm2-experiment.sh) instead of model init
+#   PER_CATEGORY=2 N_TRAINED=16 K=1 scripts/experiment.sh   # a smaller evaluation (for slower models)
 #   GRPO_CONFIG=FILE CONTROL_CONFIG=FILE scripts/experiment.sh   # other GRPO / compute-control configs
 #   GRPO_TASKS=edge GRPO_CONFIG=examples/experiment/grpo-edge.yaml scripts/experiment.sh   # GRPO on the edge cases alone
 #   REUSE=runs/experiment GRPO_TASKS=edge GRPO_CONFIG=examples/experiment/grpo-edge.yaml OUT=runs/exp-edge scripts/experiment.sh
@@ -29,6 +32,7 @@ cd "$(dirname "$0")/.."
 QUICK="${QUICK:-}"
 OUT="${OUT:-runs/experiment}"
 MODEL="${MODEL:-examples/experiment/model.json}"
+BASE="${BASE:-}" # an HF model folder every seed's SFT starts from, instead of `model init --config $MODEL`
 SFT_CONFIG="${SFT_CONFIG:-examples/experiment/sft.yaml}"
 GRPO_CONFIG="${GRPO_CONFIG:-examples/experiment/grpo.yaml}"
 CONTROL_CONFIG="${CONTROL_CONFIG:-examples/experiment/sft-control.yaml}"
@@ -39,7 +43,8 @@ SEEDS="${SEEDS:-1 2 3}"
 PARALLEL="${PARALLEL:-1}"
 K="${K:-4}"
 N_CUSTOMERS=280 N_ODDITIES=140 N_UNSEEN_CUSTOMERS=600 N_UNSEEN_ODDITIES=351 N_LIBRARY=28 MAX_PER_SET=1000
-PER_CATEGORY=4 N_TRAINED=48 # unseen questions: at most 4 per fixture and category; 48 of the training edge cases
+# unseen questions: at most PER_CATEGORY per fixture and category; N_TRAINED of the training edge cases
+PER_CATEGORY="${PER_CATEGORY:-4}" N_TRAINED="${N_TRAINED:-48}"
 SFT_STEPS="" GRPO_STEPS="" CONTROL_STEPS=""
 if [ -n "$QUICK" ]; then
   SEEDS="${QUICK_SEEDS:-1}" K=1
@@ -165,13 +170,19 @@ run_seed() {
     # with this binary's reward, so a change to the reward since that run cannot skew the comparison.
     local r="$REUSE/seed-$s" f
     for f in init init.log sft.yaml sft sft.log sft-control.yaml sft-control sft-control.log; do
-      cp -r "$r/$f" "$d/$f"
+      [ ! -e "$r/$f" ] || cp -r "$r/$f" "$d/$f"
     done
     grep -P "^seed-$s (sft|sft-control)\t" "$REUSE/times.tsv" | sed "s/^seed-$s /seed-$s (reused) /" >> "$OUT/times.tsv" || true
   else
-    "$bin" model init --config "$MODEL" --tokenizer tokenizer/small/qwen2.5-2048 --seed "$s" --out "$d/init" > "$d/init.log"
+    local init="$d/init"
+    if [ -n "$BASE" ]; then
+      init="$BASE"
+      "$bin" model info "$BASE" > "$d/init.log"
+    else
+      "$bin" model init --config "$MODEL" --tokenizer tokenizer/small/qwen2.5-2048 --seed "$s" --out "$d/init" > "$d/init.log"
+    fi
     # shellcheck disable=SC2086 # *_STEPS are flag pairs or empty
-    timed "seed-$s sft" "$bin" sft --config "$d/sft.yaml" --model "$d/init" --tasks "$OUT/train_tasks.jsonl" --fixtures "$fx" --output-dir "$d/sft" $SFT_STEPS 2> "$d/sft.log"
+    timed "seed-$s sft" "$bin" sft --config "$d/sft.yaml" --model "$init" --tasks "$OUT/train_tasks.jsonl" --fixtures "$fx" --output-dir "$d/sft" $SFT_STEPS 2> "$d/sft.log"
   fi
   # From the SFT model, side by side: GRPO then its evaluation; the compute control, then the evaluations of
   # the SFT model and of the control (two processes a seed at a time: each holds 1.5-2.5 GB).
