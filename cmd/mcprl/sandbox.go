@@ -2,16 +2,11 @@ package main
 
 import (
 	"errors"
-	"fmt"
-	"log/slog"
-	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/mcprl/mcprl/internal/httpguard"
 	"github.com/mcprl/mcprl/sandbox"
-	"github.com/mcprl/mcprl/task"
 )
 
 func newSandboxCmd() *cobra.Command {
@@ -29,10 +24,9 @@ and the external MCP servers its sandbox.yaml names.`,
 
 func newSandboxServeCmd() *cobra.Command {
 	var (
-		fixture, httpAddr, dsn, tokenEnv string
-		stdio, verbose                   bool
-		callTimeout, sessionTimeout      time.Duration
-		maxSessions                      int
+		c        sandbox.ServeConfig
+		tokenEnv string
+		stdio    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "serve --fixture DIR (--stdio | --http [HOST:]PORT) [--dsn DSN] [--token-env VAR]",
@@ -59,53 +53,30 @@ Examples:
   npx @modelcontextprotocol/inspector --cli mcprl sandbox serve --fixture examples/fixtures/customers --stdio --method tools/list`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if stdio == (httpAddr != "") {
+			if stdio == (c.HTTP != "") {
 				return errors.New("give exactly one of --stdio or --http ADDR")
 			}
 			if stdio && tokenEnv != "" {
 				return errors.New("--token-env guards --http only")
 			}
-			token, err := httpguard.TokenFromEnv(tokenEnv)
-			if err != nil {
+			var err error
+			if c.Token, err = httpguard.TokenFromEnv(tokenEnv); err != nil {
 				return err
 			}
-			fx, err := task.LoadFixture(fixture)
-			if err != nil {
-				return err
-			}
-			level := slog.LevelWarn
-			if verbose {
-				level = slog.LevelDebug
-			}
-			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
-			ctx := cmd.Context()
-			f, err := sandbox.NewFactory(ctx, fx, sandbox.Options{DSN: dsn, CallTimeout: callTimeout, Logger: logger})
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			if stdio {
-				return f.Serve(ctx, &mcp.StdioTransport{})
-			}
-			h, closeSessions := f.HTTPHandler(sandbox.HTTPOptions{SessionTimeout: sessionTimeout, MaxSessions: maxSessions})
-			defer closeSessions()
-			l, err := httpguard.Listen(httpAddr, token != "", cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "mcprl: serving fixture %s (MCP streamable HTTP) at http://%s/\n", f.Fixture().Name, l.Addr())
-			return httpguard.Serve(ctx, l, httpguard.Bearer(token, h), 5*time.Second, logger)
+			c.Log = cmd.ErrOrStderr()
+			return sandbox.ServeFixture(cmd.Context(), c)
 		},
 	}
-	cmd.Flags().StringVar(&fixture, "fixture", "", "fixture directory (schema.sql, data.sql, workspace/, sandbox.yaml), e.g. examples/fixtures/customers")
-	cmd.Flags().BoolVar(&stdio, "stdio", false, "serve one MCP client on stdin/stdout")
-	cmd.Flags().StringVar(&httpAddr, "http", "", "serve MCP streamable HTTP on [HOST:]PORT (no host: 127.0.0.1)")
-	cmd.Flags().StringVar(&dsn, "dsn", "", `PostgreSQL DSN (postgres://user:pass@host/db); empty uses embedded SQLite`)
-	cmd.Flags().DurationVar(&callTimeout, "call-timeout", sandbox.DefaultCallTimeout, "longest time one tool call may take")
-	cmd.Flags().StringVar(&tokenEnv, "token-env", "", "with --http: require the bearer token held by this environment variable")
-	cmd.Flags().DurationVar(&sessionTimeout, "session-timeout", sandbox.DefaultSessionTimeout, "with --http: close a session (and drop its database fork) after this long without a request")
-	cmd.Flags().IntVar(&maxSessions, "max-sessions", sandbox.DefaultMaxSessions, "with --http: most MCP sessions open at once")
-	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log MCP SDK diagnostics to stderr")
+	fl := cmd.Flags()
+	fl.StringVar(&c.Fixture, "fixture", "", "fixture directory (schema.sql, data.sql, workspace/, sandbox.yaml), e.g. examples/fixtures/customers")
+	fl.BoolVar(&stdio, "stdio", false, "serve one MCP client on stdin/stdout")
+	fl.StringVar(&c.HTTP, "http", "", "serve MCP streamable HTTP on [HOST:]PORT (no host: 127.0.0.1)")
+	fl.StringVar(&c.DSN, "dsn", "", `PostgreSQL DSN (postgres://user:pass@host/db); empty uses embedded SQLite`)
+	fl.DurationVar(&c.CallTimeout, "call-timeout", sandbox.DefaultCallTimeout, "longest time one tool call may take")
+	fl.StringVar(&tokenEnv, "token-env", "", "with --http: require the bearer token held by this environment variable")
+	fl.DurationVar(&c.SessionTimeout, "session-timeout", sandbox.DefaultSessionTimeout, "with --http: close a session (and drop its database fork) after this long without a request")
+	fl.IntVar(&c.MaxSessions, "max-sessions", sandbox.DefaultMaxSessions, "with --http: most MCP sessions open at once")
+	fl.BoolVarP(&c.Verbose, "verbose", "v", false, "log MCP SDK diagnostics to stderr")
 	_ = cmd.MarkFlagRequired("fixture")
 	return cmd
 }
