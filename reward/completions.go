@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/internal/pycompat"
+	"github.com/mcprl/mcprl/sandbox"
 	"github.com/mcprl/mcprl/task"
 )
 
@@ -102,6 +103,8 @@ type Completions struct {
 	// Workers is the number of completions scored in parallel (0: the
 	// number of CPUs).
 	Workers int
+
+	factories *sandbox.Factories // started by OpenCompletions; Close frees them
 
 	mcp *MCPReward // set when Func is compute_mcp_reward alone (fast path)
 	// mcpTails are the output line endings of compute_mcp_reward's five outcomes.

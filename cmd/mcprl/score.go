@@ -1,30 +1,20 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mcprl/mcprl/reward"
-	"github.com/mcprl/mcprl/sandbox"
-	"github.com/mcprl/mcprl/task"
 )
 
 // scoreOptions are the flags of `mcprl score`.
 type scoreOptions struct {
-	rewards     string
-	tasks       string
-	completions string
-	fixtures    string
-	dsn         string
-	workers     int
-	mcpConfig   string
-	output      string
+	reward.ScoringConfig
+	completions, output string
 }
 
 func newScoreCmd() *cobra.Command {
@@ -45,7 +35,7 @@ tool calls, in order, in a fresh fork of its task's sandbox (--tasks and --fixtu
 PostgreSQL, embedded SQLite otherwise), then check against that fork. "compute_mcp_reward" (the user's function; "seed" is
 accepted for it) needs neither and is fast.
 
-Rewards: ` + rewardList() + `
+Rewards: ` + reward.NewRegistry().Help() + `
 
 Example:
   mcprl score --reward compute_mcp_reward --completions completions.jsonl
@@ -65,71 +55,26 @@ Example:
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.rewards, "reward", reward.MCPRewardName, "comma-separated rewards, each NAME or NAME:WEIGHT")
-	f.StringVar(&o.tasks, "tasks", "", "tasks JSONL (task_id lookup: assertions, per-task settings)")
+	f.StringVar(&o.Rewards, "reward", reward.MCPRewardName, "comma-separated rewards, each NAME or NAME:WEIGHT")
+	f.StringVar(&o.TasksPath, "tasks", "", "tasks JSONL (task_id lookup: assertions, per-task settings)")
 	f.StringVar(&o.completions, "completions", "", `completions JSONL, {"task_id", "completion"} per line ("-" for stdin)`)
-	f.StringVar(&o.fixtures, "fixtures", "", "directory of fixture directories (for rewards that run tool calls)")
-	f.StringVar(&o.dsn, "dsn", "", "PostgreSQL DSN for sandboxes (default: embedded SQLite)")
-	f.IntVar(&o.workers, "workers", 0, "completions scored in parallel (default: number of CPUs)")
-	f.StringVar(&o.mcpConfig, "mcp-reward-config", "", `JSON file of compute_mcp_reward settings: {"default": {"catalog": [...], "keyword": "..."}, "tasks": {"ID": {...}}}`)
-	f.StringVar(&o.mcpConfig, "seed-config", "", "former name of --mcp-reward-config")
+	f.StringVar(&o.FixturesDir, "fixtures", "", "directory of fixture directories (for rewards that run tool calls)")
+	f.StringVar(&o.DSN, "dsn", "", "PostgreSQL DSN for sandboxes (default: embedded SQLite)")
+	f.IntVar(&o.Workers, "workers", 0, "completions scored in parallel (default: number of CPUs)")
+	f.StringVar(&o.MCPRewardConfig, "mcp-reward-config", "", `JSON file of compute_mcp_reward settings: {"default": {"catalog": [...], "keyword": "..."}, "tasks": {"ID": {...}}}`)
+	f.StringVar(&o.MCPRewardConfig, "seed-config", "", "former name of --mcp-reward-config")
 	_ = f.MarkDeprecated("seed-config", "use --mcp-reward-config")
 	f.StringVarP(&o.output, "output", "o", "", "write the scores to this file instead of stdout")
 	_ = cmd.MarkFlagRequired("completions")
 	return cmd
 }
 
-func rewardList() string {
-	r := reward.NewRegistry()
-	var b bytes.Buffer
-	for _, n := range r.Names() {
-		fmt.Fprintf(&b, "\n  %-15s %s", n, r.Doc(n))
-	}
-	return b.String()
-}
-
 func runScore(ctx context.Context, o scoreOptions, stdout, stderr io.Writer) error {
-	fn, err := reward.NewRegistry().Parse(o.rewards)
+	sc, err := reward.OpenCompletions(o.ScoringConfig)
 	if err != nil {
 		return err
 	}
-	sc := &reward.Completions{Func: fn, Tasks: map[string]*task.Task{}, Workers: o.workers}
-	fixtures := map[string]*task.Fixture{}
-	if o.fixtures != "" {
-		if fixtures, err = task.LoadFixtures(o.fixtures); err != nil {
-			return err
-		}
-	}
-	if o.tasks != "" {
-		ts, err := task.Load(o.tasks, task.LoadOptions{Fixtures: fixtures, Check: reward.CheckTask})
-		if err != nil {
-			return err
-		}
-		for i := range ts {
-			t := &ts[i]
-			if t.ID == "" {
-				t.ID = strconv.Itoa(i + 1)
-			}
-			sc.Tasks[t.ID] = t
-		}
-	}
-	if o.mcpConfig != "" {
-		sf, err := reward.ReadMCPRewardFile(o.mcpConfig)
-		if err != nil {
-			return err
-		}
-		if err := sf.Apply(fn); err != nil {
-			return fmt.Errorf("--mcp-reward-config: %w", err)
-		}
-	}
-	if reward.NeedsSandbox(fn) {
-		if o.tasks == "" || o.fixtures == "" {
-			return fmt.Errorf("reward %q runs tool calls against the task's sandbox: give --tasks and --fixtures", o.rewards)
-		}
-		fs := sandbox.NewFactories(fixtures, sandbox.Options{DSN: o.dsn})
-		defer fs.Close()
-		sc.Fork = func(ctx context.Context, t *task.Task) (reward.LiveSandbox, error) { return fs.Fork(ctx, t) }
-	}
+	defer sc.Close()
 	in, name := io.Reader(os.Stdin), "stdin"
 	if o.completions != "-" {
 		f, err := os.Open(o.completions)

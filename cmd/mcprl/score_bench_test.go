@@ -12,6 +12,8 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/mcprl/mcprl/reward"
 )
 
 // BenchmarkScoreSeedVsPython scores the same 50,000 completions with the
@@ -109,7 +111,7 @@ func BenchmarkScoreSeedInProcess(b *testing.B) {
 	_, corpus := benchCorpus(b, py, b.TempDir())
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := runScore(context.Background(), scoreOptions{rewards: "compute_mcp_reward", completions: corpus, workers: 1}, io.Discard, io.Discard); err != nil {
+		if err := runScore(context.Background(), scoreOptions{ScoringConfig: reward.ScoringConfig{Rewards: "compute_mcp_reward", Workers: 1}, completions: corpus}, io.Discard, io.Discard); err != nil {
 			b.Fatal(err)
 		}
 	}
