@@ -151,3 +151,50 @@ func (s *Settings) HFGenerationConfig(raw json.RawMessage) (json.RawMessage, err
 	}
 	return append(out, '\n'), nil
 }
+
+// DefaultIterations is the rounds of tool execution a command samples with
+// when neither it nor the settings under it set them.
+const DefaultIterations = 4
+
+// Resolve returns the settings a command samples with before its flags:
+// def (the command's defaults), then every setting base holds when base is
+// not nil, else every setting the model in modelDir was trained with when
+// it has them (modelDir "": none). A trainer that does not sample records
+// only some (Has); the others stay def's, and MaxToolCallingIterations is
+// DefaultIterations when nothing sets it. from is the trainer_state.json
+// the trained settings came from ("" when none did).
+func Resolve(def Settings, base *Settings, modelDir string) (s Settings, from string, err error) {
+	s = def
+	if base == nil && modelDir != "" {
+		if base, err = Load(modelDir); err != nil {
+			return s, "", fmt.Errorf("sampling: %w", err)
+		}
+		if base != nil {
+			from = filepath.Join(modelDir, StateFile)
+		}
+	}
+	if base != nil {
+		for key, apply := range map[string]func(){
+			"temperature":           func() { s.Temperature = base.Temperature },
+			"top_p":                 func() { s.TopP = base.TopP },
+			"top_k":                 func() { s.TopK = base.TopK },
+			"max_prompt_length":     func() { s.MaxPromptLength = base.MaxPromptLength },
+			"max_completion_length": func() { s.MaxCompletionLength = base.MaxCompletionLength },
+			"max_tool_calling_iterations": func() {
+				if base.MaxToolCallingIterations != nil {
+					s.MaxToolCallingIterations = base.MaxToolCallingIterations
+				}
+			},
+			"system_prompt": func() { s.SystemPrompt = base.SystemPrompt },
+		} {
+			if base.Has(key) {
+				apply()
+			}
+		}
+	}
+	if s.MaxToolCallingIterations == nil {
+		n := DefaultIterations
+		s.MaxToolCallingIterations = &n
+	}
+	return s, from, nil
+}

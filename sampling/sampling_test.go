@@ -104,3 +104,33 @@ func TestPartialSettings(t *testing.T) {
 		t.Error("settings made in code lack a key")
 	}
 }
+
+// Resolve: a command's defaults, then a base's settings, else the settings
+// a model folder was trained with; a setting nobody recorded stays the
+// default, and the tool rounds default to DefaultIterations.
+func TestResolve(t *testing.T) {
+	def := Settings{Temperature: 1, TopP: 1, MaxCompletionLength: 512}
+	s, from, err := Resolve(def, nil, "")
+	if err != nil || from != "" || s.String() != "temperature 1, top_p 1, top_k 0, max_prompt_length 0, max_completion_length 512, max_tool_calling_iterations 4" {
+		t.Errorf("defaults: %s, %q, %v", &s, from, err)
+	}
+	two := 2
+	base := &Settings{Temperature: 0.6, TopP: 0.9, TopK: 5, MaxPromptLength: 100, MaxCompletionLength: 64, MaxToolCallingIterations: &two, SystemPrompt: "sys"}
+	if s, from, err = Resolve(def, base, "ignored"); err != nil || from != "" || s.String() != base.String() || s.SystemPrompt != "sys" {
+		t.Errorf("base: %s, %q, %v", &s, from, err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, StateFile), []byte(`{"generation": {"max_completion_length": 192, "system_prompt": "sft"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, from, err = Resolve(def, nil, dir)
+	if err != nil || from != filepath.Join(dir, StateFile) || s.Temperature != 1 || s.MaxCompletionLength != 192 || s.SystemPrompt != "sft" || s.Iterations(0) != DefaultIterations {
+		t.Errorf("trained (partial): %s %q, %q, %v", &s, s.SystemPrompt, from, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, StateFile), []byte(`{`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Resolve(def, nil, dir); err == nil {
+		t.Error("a broken trainer_state.json resolved")
+	}
+}

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"path/filepath"
 
 	"github.com/spf13/pflag"
 
@@ -37,7 +36,7 @@ func registerSampling(fl *pflag.FlagSet, def sampling.Settings, seed int64, roll
 		f.lengthFlag = "max-completion-length"
 		fl.IntVar(&f.v.MaxPromptLength, "max-prompt-length", def.MaxPromptLength, "prompt tokens kept, from the left (0: all)")
 		fl.IntVar(&f.v.MaxCompletionLength, f.lengthFlag, def.MaxCompletionLength, "sampled plus tool-output tokens per trajectory")
-		fl.IntVar(&f.iters, "max-tool-calling-iterations", def.Iterations(4), "rounds of tool execution per trajectory")
+		fl.IntVar(&f.iters, "max-tool-calling-iterations", def.Iterations(sampling.DefaultIterations), "rounds of tool execution per trajectory")
 	} else {
 		fl.IntVar(&f.v.MaxCompletionLength, f.lengthFlag, def.MaxCompletionLength, "tokens to sample per prompt at most")
 	}
@@ -50,43 +49,14 @@ func (f *samplingFlags) registerSystemPrompt(usage string) {
 	f.fl.StringVar(&f.v.SystemPrompt, "system-prompt", "", usage)
 }
 
-// resolve sets Settings: the command's defaults, then base (a config's
-// settings) when not nil, else the settings the model in modelDir was
-// trained with when it has them (modelDir "": none), then every flag given.
+// resolve sets Settings: sampling.Resolve of the command's defaults, base
+// (a config's settings) and modelDir's trained ones, then every flag given.
 // It returns the trainer_state.json the trained settings came from ("" if
 // none).
 func (f *samplingFlags) resolve(base *sampling.Settings, modelDir string) (from string, err error) {
-	s := f.def
-	if base == nil && modelDir != "" {
-		if base, err = sampling.Load(modelDir); err != nil {
-			return "", err
-		}
-		if base != nil {
-			from = filepath.Join(modelDir, sampling.StateFile)
-		}
-	}
-	if base != nil { // the settings it has (one SFT recorded has no sampling settings)
-		for key, apply := range map[string]func(){
-			"temperature":           func() { s.Temperature = base.Temperature },
-			"top_p":                 func() { s.TopP = base.TopP },
-			"top_k":                 func() { s.TopK = base.TopK },
-			"max_prompt_length":     func() { s.MaxPromptLength = base.MaxPromptLength },
-			"max_completion_length": func() { s.MaxCompletionLength = base.MaxCompletionLength },
-			"max_tool_calling_iterations": func() {
-				if base.MaxToolCallingIterations != nil {
-					s.MaxToolCallingIterations = base.MaxToolCallingIterations
-				}
-			},
-			"system_prompt": func() { s.SystemPrompt = base.SystemPrompt },
-		} {
-			if base.Has(key) {
-				apply()
-			}
-		}
-	}
-	if s.MaxToolCallingIterations == nil {
-		n := 4
-		s.MaxToolCallingIterations = &n
+	s, from, err := sampling.Resolve(f.def, base, modelDir)
+	if err != nil {
+		return "", err
 	}
 	for name, apply := range map[string]func(){
 		"temperature":                 func() { s.Temperature = f.v.Temperature },
