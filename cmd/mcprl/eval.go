@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -157,10 +156,8 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *servedF
 	in.Engine = engine
 	var ws *inputs.Loaded
 	switch {
-	case served.given():
+	case served.given() || ef.golden && flags.model == "": // served.tokenizer is "" with --golden
 		ws, err = loadTasks(ctx, served.tokenizer, in, flags.skipBadTasks, stderr)
-	case ef.golden && flags.model == "":
-		ws, err = loadTasks(ctx, "", in, flags.skipBadTasks, stderr)
 	default:
 		ws, err = load(ctx, in, flags.skipBadTasks, stderr)
 	}
@@ -175,44 +172,25 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *servedF
 	ecfg := eval.ConfigOf(st, seed)
 	ecfg.Samples, ecfg.K, ecfg.BatchSize = samples, ef.k, ef.batch
 	var pol eval.PolicyFor
-	if ef.golden {
-		gi, err := eval.GoldenIterations(ws.Tasks)
-		if err != nil {
+	switch {
+	case ef.golden:
+		if err := ecfg.ForGolden(ws.Tasks, fl.Changed("max-completion-length")); err != nil {
 			return err
 		}
-		ecfg.MaxToolCallingIterations = max(ecfg.MaxToolCallingIterations, gi)
-		if !fl.Changed("max-completion-length") {
-			ecfg.MaxCompletionLength = max(ecfg.MaxCompletionLength, 4096)
-		}
 		pol = eval.Golden(ws.Tokenizer)
-	} else if served.given() {
+	case served.given():
 		p, err := served.policy(ctx, ws.Tokenizer, ws.Sandboxes, ecfg.Sample, stderr)
 		if err != nil {
 			return err
 		}
 		pol = eval.Fixed(p)
-	} else {
+	default:
 		pol = eval.Sampled(ws.Model, ecfg)
 	}
 	ev := &eval.Evaluator{Policy: pol, Tokenizer: ws.Tokenizer, Template: ws.Template, Sandboxes: ws.Sandboxes, Config: ecfg, Progress: stderr}
-	start := time.Now()
-	res, err := ev.Run(ctx, ws.Tasks)
+	res, rep, err := ev.Evaluate(ctx, ws.Tasks)
 	if err != nil {
 		return err
-	}
-	rep, err := eval.Summarize(res, ef.k)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "eval: %d tasks x %d samples in %.1fs\n", rep.NTasks, samples, time.Since(start).Seconds())
-	var failed error
-	if rep.NErrors > 0 {
-		first := eval.FirstError(res)
-		fmt.Fprintf(stderr, "eval: %d of %d trajectories failed (a policy server, sandbox or scoring error) and are left out of the rates (n_errors); the first: %s\n",
-			rep.NErrors, rep.NTrajectories, first)
-		if rep.NScored == 0 {
-			failed = fmt.Errorf("eval: every trajectory failed (%d); the first: %s", rep.NErrors, first)
-		}
 	}
 	if cfg.OutputDir != "" {
 		warnings, err := eval.SaveWithPage(cfg.OutputDir, res, rep)
@@ -231,13 +209,8 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *servedF
 		if err != nil {
 			return fmt.Errorf("eval: %w", err)
 		}
-		if _, err = fmt.Fprintf(out, "%s\n", b); err != nil {
-			return err
-		}
-		return failed
+		_, err = fmt.Fprintf(out, "%s\n", b)
+		return errors.Join(err, eval.AllFailed(res, rep))
 	}
-	if err := rep.WriteTable(out); err != nil {
-		return err
-	}
-	return failed
+	return errors.Join(rep.WriteTable(out), eval.AllFailed(res, rep))
 }
