@@ -3,8 +3,6 @@ package distill_test
 import (
 	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -31,7 +29,7 @@ func TestGolden(t *testing.T) {
 	// Written out, the arguments keep the teacher's bytes, and the file
 	// reads back to the same turns.
 	var b bytes.Buffer
-	if err := distill.WriteJSONL(&b, []task.Task{{ID: "t", Task: "Count.", Fixture: "customers", Golden: msgs}}); err != nil {
+	if err := task.WriteJSONL(&b, []task.Task{{ID: "t", Task: "Count.", Fixture: "customers", Golden: msgs}}); err != nil {
 		t.Fatal(err)
 	}
 	want := `{"id":"t","task":"Count.","fixture":"customers","golden":[{"role":"assistant","content":"Let me count.","tool_calls":[{"name":"query_database","arguments":{"sql": "SELECT 1"}}]},{"role":"tool","content":"1","name":"query_database"},` +
@@ -62,33 +60,5 @@ func TestGolden(t *testing.T) {
 		if _, err := distill.Golden(tc.tr); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", name, err, tc.want)
 		}
-	}
-}
-
-// WriteFile creates the file's directory and writes what WriteJSONL
-// writes; task.Load reads it back.
-func TestWriteFile(t *testing.T) {
-	tasks := []task.Task{
-		{ID: "a", Task: "Count.", Fixture: "customers", Golden: []chat.Message{{Role: "assistant", Content: "1"}}},
-		{ID: "b", Task: "List.", Fixture: "customers"},
-	}
-	path := filepath.Join(t.TempDir(), "new", "dir", "distilled.jsonl")
-	if err := distill.WriteFile(path, tasks); err != nil {
-		t.Fatal(err)
-	}
-	var want bytes.Buffer
-	if err := distill.WriteJSONL(&want, tasks); err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile(path)
-	if err != nil || !bytes.Equal(got, want.Bytes()) {
-		t.Fatalf("file %q (%v), want %q", got, err, want.String())
-	}
-	back, err := task.Load(path, task.LoadOptions{})
-	if err != nil || len(back) != 2 || back[0].ID != "a" || len(back[0].Golden) != 1 {
-		t.Errorf("read back %+v, %v", back, err)
-	}
-	if err := distill.WriteFile(filepath.Join(path, "under-a-file.jsonl"), tasks); err == nil {
-		t.Error("wrote under a file")
 	}
 }

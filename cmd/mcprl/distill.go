@@ -10,6 +10,7 @@ import (
 	"github.com/mcprl/mcprl/eval"
 	"github.com/mcprl/mcprl/inputs"
 	"github.com/mcprl/mcprl/sampling"
+	"github.com/mcprl/mcprl/task"
 	"github.com/mcprl/mcprl/train"
 )
 
@@ -94,7 +95,7 @@ Example:
 			if err != nil {
 				return err
 			}
-			if err := distill.WriteFile(out, kept); err != nil {
+			if err := task.WriteFile(out, kept); err != nil {
 				return err
 			}
 			fmt.Fprintf(stderr, "distill: %s\ndistill: wrote %d golden trajectories to %s\n", st, len(kept), out)

@@ -1,11 +1,7 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -71,28 +67,8 @@ Example:
 			for i := range tasks {
 				tasks[i].SystemPrompt = systemPrompt
 			}
-			if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+			if err := task.WriteFile(out, tasks); err != nil {
 				return err
-			}
-			f, err := os.Create(out)
-			if err != nil {
-				return err
-			}
-			w := bufio.NewWriter(f)
-			enc := json.NewEncoder(w)
-			enc.SetEscapeHTML(false)
-			for i := range tasks {
-				if err := enc.Encode(&tasks[i]); err != nil {
-					f.Close()
-					return fmt.Errorf("write %s: %w", out, err)
-				}
-			}
-			if err := w.Flush(); err != nil {
-				f.Close()
-				return fmt.Errorf("write %s: %w", out, err)
-			}
-			if err := f.Close(); err != nil {
-				return fmt.Errorf("write %s: %w", out, err)
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d tasks for fixture %s to %s:%s (--inspect-share %g)\n", len(tasks), fx.Name, out, taskgen.Count(tasks), inspectShare)
 			if len(tasks) < n {
