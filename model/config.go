@@ -149,8 +149,9 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// fillDefaults sets HF's Qwen2Config defaults for fields a config.json may omit.
-func (c *Config) fillDefaults() {
+// FillDefaults sets HF's Qwen2Config defaults for fields a config.json may omit (as ParseConfig does; for a
+// configuration built from another format's metadata).
+func (c *Config) FillDefaults() {
 	if c.IsLlama() {
 		c.fillLlamaDefaults()
 	}
@@ -193,7 +194,7 @@ func ParseConfig(data []byte) (*Config, error) {
 	if err := c.takeRopeParameters(); err != nil {
 		return nil, err
 	}
-	c.fillDefaults()
+	c.FillDefaults()
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}

@@ -123,7 +123,7 @@ func newModel(backend backends.Backend, cfg *Config) (*Model, error) {
 		return nil, errors.New("model: nil backend (use NewBackend)")
 	}
 	c := *cfg
-	c.fillDefaults()
+	c.FillDefaults()
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
@@ -190,7 +190,7 @@ func Load(backend backends.Backend, dir string) (*Model, error) {
 		m.GenerationConfig = gc
 	}
 
-	ck, err := openCheckpoint(dir, &m.Config)
+	ck, err := OpenCheckpoint(dir, &m.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +200,7 @@ func Load(backend backends.Backend, dir string) (*Model, error) {
 		if err != nil {
 			return nil, err
 		}
-		if w := nonFinite(p.name, data); w != "" {
+		if w := NonFinite(p.name, data); w != "" {
 			m.NonFinite = append(m.NonFinite, w)
 			slog.Warn("model: load " + dir + ": tensor " + w + ": the model computes NaN wherever these values reach")
 		}
@@ -214,19 +214,19 @@ func Load(backend backends.Backend, dir string) (*Model, error) {
 	return m, nil
 }
 
-// checkpoint is a model directory's safetensors weights: model.safetensors, or the shards that
+// Checkpoint is a model directory's safetensors weights: model.safetensors, or the shards that
 // model.safetensors.index.json names.
-type checkpoint struct {
+type Checkpoint struct {
 	dir    string
 	fileOf map[string]string  // tensor name -> file
 	files  map[string]*stFile // open files by path
 }
 
-// openCheckpoint opens dir's weights for cfg and checks that they hold no tensor the architecture lacks (a bias Qwen2
+// OpenCheckpoint opens dir's weights for cfg and checks that they hold no tensor the architecture lacks (a bias Qwen2
 // lacks, quantization scales, another model's layers would be ignored silently and the model would compute
 // something else): such a tensor is refused by name.
-func openCheckpoint(dir string, cfg *Config) (*checkpoint, error) {
-	ck := &checkpoint{dir: dir, fileOf: map[string]string{}, files: map[string]*stFile{}}
+func OpenCheckpoint(dir string, cfg *Config) (*Checkpoint, error) {
+	ck := &Checkpoint{dir: dir, fileOf: map[string]string{}, files: map[string]*stFile{}}
 	indexPath := filepath.Join(dir, "model.safetensors.index.json")
 	if data, err := os.ReadFile(indexPath); err == nil {
 		var idx struct {
@@ -253,7 +253,7 @@ func openCheckpoint(dir string, cfg *Config) (*checkpoint, error) {
 	}
 	// The layer count decides how many parameters there are: checked against the tensors present before they
 	// are listed (config.json's num_hidden_layers 2000000000 would otherwise allocate without bound).
-	if n := layerCount(maps.Keys(ck.fileOf), "model.layers."); cfg.NumHiddenLayers > n {
+	if n := LayerCount(maps.Keys(ck.fileOf), "model.layers."); cfg.NumHiddenLayers > n {
 		ck.Close()
 		return nil, fmt.Errorf("load %s: config.json says num_hidden_layers %d, but the weights hold tensors of %d layers",
 			dir, cfg.NumHiddenLayers, n)
@@ -273,9 +273,9 @@ func openCheckpoint(dir string, cfg *Config) (*checkpoint, error) {
 	return ck, nil
 }
 
-// layerCount is the number of distinct layer indices N among names of the form prefix+N+"." (model.layers.N. in
+// LayerCount is the number of distinct layer indices N among names of the form prefix+N+"." (model.layers.N. in
 // a safetensors checkpoint, blk.N. in GGUF).
-func layerCount(names iter.Seq[string], prefix string) int {
+func LayerCount(names iter.Seq[string], prefix string) int {
 	seen := map[string]bool{}
 	for name := range names {
 		rest, ok := strings.CutPrefix(name, prefix)
@@ -290,9 +290,9 @@ func layerCount(names iter.Seq[string], prefix string) int {
 	return len(seen)
 }
 
-// nonFinite describes the NaN and infinite values of a tensor ("name: 3 NaN, 1 infinite of 4096 values"), or
+// NonFinite describes the NaN and infinite values of a tensor ("name: 3 NaN, 1 infinite of 4096 values"), or
 // returns "" when it has none.
-func nonFinite(name string, data []float32) string {
+func NonFinite(name string, data []float32) string {
 	nan, inf := 0, 0
 	for _, v := range data {
 		switch {
@@ -309,7 +309,7 @@ func nonFinite(name string, data []float32) string {
 }
 
 // read returns p's values as float32, checking its shape.
-func (ck *checkpoint) read(p param) ([]float32, error) {
+func (ck *Checkpoint) read(p param) ([]float32, error) {
 	path, ok := ck.fileOf[p.name]
 	if !ok {
 		return nil, fmt.Errorf("load %s: tensor %q missing", ck.dir, p.name)
@@ -329,7 +329,7 @@ func (ck *checkpoint) read(p param) ([]float32, error) {
 	return data, nil
 }
 
-func (ck *checkpoint) Close() {
+func (ck *Checkpoint) Close() {
 	for _, f := range ck.files {
 		f.Close()
 	}

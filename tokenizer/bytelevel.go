@@ -40,8 +40,9 @@ func byteLevelDecode(s string) ([]byte, error) {
 	return out, nil
 }
 
-// byteLevelEncode writes raw bytes in the byte-level alphabet.
-func byteLevelEncode(b []byte) string {
+// ByteLevelEncode writes raw bytes in the byte-level alphabet, as tokenizer.json's vocabulary spells tokens
+// ("Ġthe" for " the").
+func ByteLevelEncode(b []byte) string {
 	var sb strings.Builder
 	for _, c := range b {
 		sb.WriteRune(byteToRune[c])

@@ -59,7 +59,7 @@ func (t *Tokenizer) Reduce(k int) (*Tokenizer, error) {
 	// parts must already be kept (they are, in a rank-ordered BPE).
 	keep := make(map[string]bool, 256+k)
 	for b := 0; b < 256; b++ {
-		keep[byteLevelEncode([]byte{byte(b)})] = true
+		keep[ByteLevelEncode([]byte{byte(b)})] = true
 	}
 	for i, m := range merges[:k] {
 		if !keep[m[0]] || !keep[m[1]] {
@@ -147,7 +147,7 @@ func (t *Tokenizer) Reduce(k int) (*Tokenizer, error) {
 		return nil, fmt.Errorf("tokenizer reduce: %w", err)
 	}
 
-	r, err := parse(newJSON, newCfg)
+	r, err := Parse(newJSON, newCfg)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer reduce: the reduced tokenizer does not load: %w", err)
 	}

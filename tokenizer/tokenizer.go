@@ -101,7 +101,7 @@ func LoadFS(fsys fs.FS, dir string) (*Tokenizer, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := parse(rawJSON, rawCfg)
+	t, err := Parse(rawJSON, rawCfg)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +109,9 @@ func LoadFS(fsys fs.FS, dir string) (*Tokenizer, error) {
 	return t, nil
 }
 
-func parse(rawJSON, rawCfg []byte) (*Tokenizer, error) {
+// Parse reads a tokenizer from the contents of tokenizer.json and tokenizer_config.json, as LoadFS reads them
+// from files.
+func Parse(rawJSON, rawCfg []byte) (*Tokenizer, error) {
 	var tj tokenizerJSON
 	if err := json.Unmarshal(rawJSON, &tj); err != nil {
 		return nil, fmt.Errorf("tokenizer.json: %w", err)
@@ -555,4 +557,73 @@ func (t *Tokenizer) sortedAdded() []AddedToken {
 func (t *Tokenizer) TokenString(id int) string {
 	b, _ := t.TokenBytes(id)
 	return string(b)
+}
+
+// PreTokenization is how a tokenizer cuts text into pieces before BPE merges them: the normalizer and
+// pre-tokenizer of tokenizer.json, as this package reads them.
+type PreTokenization struct {
+	Pattern string // the split regex
+	NFC     bool   // the normalizer is NFC
+	Digits  bool   // every digit is its own piece first (Digits(individual_digits))
+}
+
+// PreTokenization returns how the tokenizer cuts text before BPE.
+func (t *Tokenizer) PreTokenization() PreTokenization {
+	return PreTokenization{Pattern: t.pattern, NFC: t.nfc, Digits: t.digits}
+}
+
+// ParsePreTokenization reads a normalizer and pre-tokenizer of tokenizer.json (each a JSON value; null for none)
+// as Load would.
+func ParsePreTokenization(normalizer, preTokenizer json.RawMessage) (PreTokenization, error) {
+	nfc, err := parseNormalizer(normalizer)
+	if err != nil {
+		return PreTokenization{}, err
+	}
+	pattern, digits, err := parsePreTokenizer(preTokenizer)
+	if err != nil {
+		return PreTokenization{}, err
+	}
+	return PreTokenization{Pattern: pattern, NFC: nfc, Digits: digits}, nil
+}
+
+// Merges returns the BPE merges of tokenizer.json in merge order.
+func (t *Tokenizer) Merges() ([][2]string, error) {
+	var tj struct {
+		Model struct {
+			Merges json.RawMessage `json:"merges"`
+		} `json:"model"`
+	}
+	if err := json.Unmarshal(t.rawJSON, &tj); err != nil {
+		return nil, err
+	}
+	return parseMerges(tj.Model.Merges)
+}
+
+// ConfigTokens is what tokenizer_config.json says of the special tokens: their contents ("" where it names none
+// or names one in a form this package cannot read) and whether encoding adds BOS and EOS.
+type ConfigTokens struct {
+	BOS, EOS, Unk, Pad string
+	AddBOS, AddEOS     bool
+}
+
+// ConfigTokens reads the special tokens of tokenizer_config.json.
+func (t *Tokenizer) ConfigTokens() (ConfigTokens, error) {
+	var cfg struct {
+		AddBOS *bool `json:"add_bos_token"`
+		AddEOS *bool `json:"add_eos_token"`
+	}
+	if err := json.Unmarshal(t.rawCfg, &cfg); err != nil {
+		return ConfigTokens{}, fmt.Errorf("tokenizer_config.json: %w", err)
+	}
+	name := func(raw json.RawMessage) string {
+		s, err := tokenString(raw)
+		if err != nil {
+			return ""
+		}
+		return s
+	}
+	return ConfigTokens{
+		BOS: name(t.config.BOSToken), EOS: name(t.config.EOSToken), Unk: name(t.config.UnkToken), Pad: name(t.config.PadToken),
+		AddBOS: cfg.AddBOS != nil && *cfg.AddBOS, AddEOS: cfg.AddEOS != nil && *cfg.AddEOS,
+	}, nil
 }

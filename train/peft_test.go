@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcprl/mcprl/gguf/convert"
 	"github.com/mcprl/mcprl/model"
 )
 
@@ -63,7 +64,7 @@ func TestPeftAttach(t *testing.T) {
 func TestPeftTrainableTokens(t *testing.T) {
 	dir := t.TempDir()
 	tpl := "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}<tool_call>{}</tool_call>"
-	if _, err := model.ImportGGUF("../model/testdata/tiny-llama.gguf", dir, model.ImportOptions{ChatTemplate: tpl, AddTokens: []string{"<tool_call>", "</tool_call>"}}); err != nil {
+	if _, err := convert.ImportGGUF("../model/testdata/tiny-llama.gguf", dir, convert.ImportOptions{ChatTemplate: tpl, AddTokens: []string{"<tool_call>", "</tool_call>"}}); err != nil {
 		t.Fatal(err)
 	}
 	backend, err := model.NewBackend("")

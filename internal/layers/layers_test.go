@@ -1,7 +1,12 @@
 package layers
 
 import (
+	"os"
 	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -20,7 +25,7 @@ var forbidden = map[string][]string{
 	"policy/openai": {gomlx},
 	"task":          {gomlx, mcpSDK},
 	"sampling":      {gomlx, mcpSDK},
-	"tokenizer":     {gomlx, mcpSDK},
+	"tokenizer":     {gomlx, mcpSDK, module + "gguf"},
 	"taskgen":       {gomlx},
 	"toolcall":      {gomlx},
 	"reward":        {gomlx},
@@ -29,6 +34,10 @@ var forbidden = map[string][]string{
 	"envserver":     {gomlx},
 	"report":        {gomlx, mcpSDK},
 	"gguf":          {gomlx, mcpSDK},
+	"gguf/convert":  {mcpSDK},
+	// GGUF import and export live in gguf/convert alone (TestGGUFConversionHasOneHome): the model and the
+	// tokenizer know nothing of GGUF.
+	"model": {module + "gguf"},
 }
 
 // TestLayers runs `go list -deps` on each package and fails, naming the
@@ -94,6 +103,66 @@ func reach(g map[string][]string, from, prefix string) []string {
 		}
 	}
 	return nil
+}
+
+// TestGGUFConversionHasOneHome: the functions that convert between GGUF and Hugging Face model directories
+// (ImportGGUF, ExportGGUF, ConfigFromGGUF, the tokenizer's TokenizerFiles and TokenizerMetadata, once
+// model.ImportGGUF, tokenizer.GGUFFiles and Tokenizer.GGUFMetadata) are declared in package gguf/convert only, and
+// neither model nor tokenizer imports gguf (TestLayers).
+func TestGGUFConversionHasOneHome(t *testing.T) {
+	decl := regexp.MustCompile(`(?m)^func (\([^)]*\) )?(ImportGGUF|ExportGGUF|ConfigFromGGUF|GGUFFiles|WriteGGUF|GGUFMetadata|GGUFPre|TokenizerFiles|TokenizerMetadata)\(`)
+	homes := map[string]bool{}
+	for _, f := range goFiles(t) {
+		b, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range decl.FindAllSubmatch(b, -1) {
+			homes[string(m[2])] = true
+			if path.Dir(f) != "gguf/convert" {
+				t.Errorf("%s declares %s: GGUF conversion belongs in gguf/convert", f, m[2])
+			}
+		}
+	}
+	for _, name := range []string{"ImportGGUF", "ExportGGUF", "TokenizerFiles", "TokenizerMetadata"} {
+		if !homes[name] {
+			t.Errorf("no declaration of %s found: the scan is missing it", name)
+		}
+	}
+	for _, pkg := range []string{"model", "tokenizer"} {
+		if !slices.Contains(forbidden[pkg], module+"gguf") {
+			t.Errorf("TestLayers does not keep %s from importing gguf", pkg)
+		}
+	}
+}
+
+// goFiles lists the non-test Go files of the module's packages, as `go list` reports them (every build
+// constraint's: ignored files included), by path relative to the repository root.
+func goFiles(t *testing.T) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-f", `{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}
+{{end}}{{range .CgoFiles}}{{$d}}/{{.}}
+{{end}}{{range .IgnoredGoFiles}}{{$d}}/{{.}}
+{{end}}`, module+"...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	wd, err := filepath.Abs(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, f := range strings.Fields(string(out)) {
+		r, err := filepath.Rel(wd, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, filepath.ToSlash(r))
+	}
+	if len(files) < 50 {
+		t.Fatalf("go list found %d Go files", len(files))
+	}
+	return files
 }
 
 // TestReachFindsTheChain: the search names the chain through which a

@@ -1,7 +1,7 @@
-package tokenizer
+package convert
 
 // A tokenizer from GGUF metadata (llama.cpp's tokenizer.ggml.* keys), written as the Hugging Face tokenizer.json
-// and tokenizer_config.json that Load (and transformers) read.
+// and tokenizer_config.json that tokenizer.Load (and transformers) read.
 //
 // tokenizer.ggml.model must be "gpt2" (byte-level BPE). tokenizer.ggml.pre names the pre-tokenizer, as llama.cpp's
 // converter recorded it from the original tokenizer.json; each supported name maps back to that pre-tokenizer:
@@ -18,12 +18,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 
 	"github.com/mcprl/mcprl/gguf"
+	"github.com/mcprl/mcprl/tokenizer"
 )
 
 // GGUF token types (llama.cpp's llama_token_type).
@@ -55,8 +54,8 @@ func splitByteLevel(pattern string) string {
 		`},"behavior":"Isolated","invert":false},{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":false,"use_regex":false}]}`
 }
 
-// GGUFOptions changes what GGUFFiles writes.
-type GGUFOptions struct {
+// TokenizerOptions changes what TokenizerFiles writes.
+type TokenizerOptions struct {
 	// ChatTemplate, when set, replaces the file's tokenizer.chat_template.
 	ChatTemplate string
 	// AddTokens are appended to the vocabulary as added tokens that are not special (as Qwen2.5's <tool_call>
@@ -64,10 +63,10 @@ type GGUFOptions struct {
 	AddTokens []string
 }
 
-// GGUFFiles builds tokenizer.json and tokenizer_config.json from a GGUF file's tokenizer metadata
+// TokenizerFiles builds tokenizer.json and tokenizer_config.json from a GGUF file's tokenizer metadata
 // (tokenizer.ggml.model, pre, tokens, token_type, merges, bos/eos/unknown/padding_token_id, tokenizer.chat_template).
-// The result loads with Load, byte for byte as Hugging Face's tokenizers library loads it.
-func GGUFFiles(r *gguf.Reader, opts GGUFOptions) (tokenizerJSON, tokenizerConfig []byte, err error) {
+// The result loads with tokenizer.Load, byte for byte as Hugging Face's tokenizers library loads it.
+func TokenizerFiles(r *gguf.Reader, opts TokenizerOptions) (tokenizerJSON, tokenizerConfig []byte, err error) {
 	fail := func(err error) ([]byte, []byte, error) {
 		return nil, nil, fmt.Errorf("tokenizer from %s: %w", r.Path(), err)
 	}
@@ -126,7 +125,7 @@ func GGUFFiles(r *gguf.Reader, opts GGUFOptions) (tokenizerJSON, tokenizerConfig
 		}
 	}
 	for i, id := range added {
-		a := rawJSON(AddedToken{ID: id, Content: tokens[id], Special: types[id] == ggufTokenControl})
+		a := rawJSON(tokenizer.AddedToken{ID: id, Content: tokens[id], Special: types[id] == ggufTokenControl})
 		if i > 0 {
 			b.WriteByte(',')
 		}
@@ -195,22 +194,10 @@ func GGUFFiles(r *gguf.Reader, opts GGUFOptions) (tokenizerJSON, tokenizerConfig
 	if tokenizerConfig, err = cfg.marshal(); err != nil {
 		return fail(err)
 	}
-	if _, err := parse(tokenizerJSON, tokenizerConfig); err != nil {
+	if _, err := tokenizer.Parse(tokenizerJSON, tokenizerConfig); err != nil {
 		return fail(err)
 	}
 	return tokenizerJSON, tokenizerConfig, nil
-}
-
-// WriteGGUF writes GGUFFiles' tokenizer.json and tokenizer_config.json into dir.
-func WriteGGUF(r *gguf.Reader, dir string, opts GGUFOptions) error {
-	tj, tc, err := GGUFFiles(r, opts)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), tj, 0o644); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), tc, 0o644)
 }
 
 func mustArch(r *gguf.Reader) string {
@@ -253,7 +240,7 @@ func rawJSON(v any) []byte {
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		panic(fmt.Sprintf("tokenizer: marshal %T: %v", v, err))
+		panic(fmt.Sprintf("convert: marshal %T: %v", v, err))
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }

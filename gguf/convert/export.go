@@ -1,9 +1,9 @@
-package model
+package convert
 
 // Export of Hugging Face model directories as GGUF files that llama.cpp and Ollama load, following llama.cpp's
-// convert_hf_to_gguf.py: the tensor names of gguf.go, Llama's q_proj and k_proj rows permuted to llama.cpp's
+// convert_hf_to_gguf.py: the tensor names of import.go, Llama's q_proj and k_proj rows permuted to llama.cpp's
 // rotary layout, the hyperparameters under the architecture's keys, and the tokenizer and chat template
-// (tokenizer.GGUFMetadata). A tied lm_head is not written: llama.cpp then uses token_embd.weight, as the
+// (TokenizerMetadata). A tied lm_head is not written: llama.cpp then uses token_embd.weight, as the
 // converter leaves it.
 //
 // Types, as the converter's --outtype chooses them: norms and biases (one-dimensional tensors) stay F32; the
@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 
 	"github.com/mcprl/mcprl/gguf"
+	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/tokenizer"
 )
 
@@ -48,11 +49,11 @@ func ExportGGUF(dir, path string, opts ExportOptions) (map[gguf.TensorType]int, 
 	if !ok {
 		return nil, fmt.Errorf("export %s: dtype %q is not supported (f32, f16 or q8_0)", dir, opts.DType)
 	}
-	if _, err := os.Stat(filepath.Join(dir, AdapterDir, "adapter_config.json")); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, model.AdapterDir, "adapter_config.json")); err == nil {
 		return nil, fmt.Errorf("export %s: it has a LoRA adapter in %s/, which GGUF would drop: fold it in first with `mcprl model merge --model %s --out DIR`",
-			dir, AdapterDir, dir)
+			dir, model.AdapterDir, dir)
 	}
-	cfg, err := LoadConfig(filepath.Join(dir, "config.json"))
+	cfg, err := model.LoadConfig(filepath.Join(dir, "config.json"))
 	if err != nil {
 		return nil, fmt.Errorf("export %s: %w", dir, err)
 	}
@@ -60,11 +61,11 @@ func ExportGGUF(dir, path string, opts ExportOptions) (map[gguf.TensorType]int, 
 	if err != nil {
 		return nil, fmt.Errorf("export %s: %w", dir, err)
 	}
-	tokMeta, err := tok.GGUFMetadata(cfg.VocabSize)
+	tokMeta, err := TokenizerMetadata(tok, cfg.VocabSize)
 	if err != nil {
 		return nil, fmt.Errorf("export %s: %w", dir, err)
 	}
-	ck, err := openCheckpoint(dir, cfg)
+	ck, err := model.OpenCheckpoint(dir, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("export %s: %w", dir, err)
 	}
@@ -82,28 +83,28 @@ func ExportGGUF(dir, path string, opts ExportOptions) (map[gguf.TensorType]int, 
 
 	counts := map[gguf.TensorType]int{}
 	var tensors []gguf.WriteTensor
-	for _, p := range cfg.params() {
+	for _, w := range cfg.Weights() {
 		typ := dt.Type
 		switch {
-		case len(p.shape) == 1:
+		case len(w.Shape) == 1:
 			typ = gguf.F32
-		case typ == gguf.Q8_0 && p.shape[len(p.shape)-1]%32 != 0:
+		case typ == gguf.Q8_0 && w.Shape[len(w.Shape)-1]%32 != 0:
 			typ = gguf.F16
 		}
 		counts[typ]++
-		tensors = append(tensors, gguf.WriteTensor{Name: ggufName(p.name), Type: typ, Shape: p.shape,
+		tensors = append(tensors, gguf.WriteTensor{Name: ggufName(w.Name), Type: typ, Shape: w.Shape,
 			Data: func() ([]byte, error) {
-				data, err := ck.read(p)
+				data, err := ck.Read(w)
 				if err != nil {
 					return nil, err
 				}
 				for i, v := range data {
 					if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-						return nil, fmt.Errorf("%s of %s holds %v at index %d: not a finite weight", p.name, dir, v, i)
+						return nil, fmt.Errorf("%s of %s holds %v at index %d: not a finite weight", w.Name, dir, v, i)
 					}
 				}
-				if heads := cfg.permutedHeads(p.name); heads > 0 {
-					data = permuteRotary(data, heads, p.shape)
+				if heads := permutedHeads(cfg, w.Name); heads > 0 {
+					data = permuteRotary(data, heads, w.Shape)
 				}
 				return gguf.Quantize(typ, data)
 			}})
@@ -129,7 +130,7 @@ func ExportGGUF(dir, path string, opts ExportOptions) (map[gguf.TensorType]int, 
 
 // ggufHyperparameters is the general.* and {arch}.* metadata of cfg, with the keys and types
 // convert_hf_to_gguf.py writes (ConfigFromGGUF reads them back).
-func ggufHyperparameters(cfg *Config, name string, fileType uint32) []gguf.KV {
+func ggufHyperparameters(cfg *model.Config, name string, fileType uint32) []gguf.KV {
 	arch := "qwen2"
 	if cfg.IsLlama() {
 		arch = "llama"

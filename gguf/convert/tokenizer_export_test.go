@@ -1,4 +1,4 @@
-package tokenizer
+package convert
 
 import (
 	"bufio"
@@ -11,15 +11,22 @@ import (
 	"testing"
 
 	"github.com/mcprl/mcprl/gguf"
+	"github.com/mcprl/mcprl/tokenizer"
 )
 
-// TestGGUFMetadataRoundTrip writes each tokenizer's GGUF metadata to a file, rebuilds tokenizer.json from it
-// (GGUFFiles, the path llama.cpp's own files take into mcprl) and checks that the rebuilt tokenizer encodes the
+// tokenizerDir is the path of one of package tokenizer's test tokenizers (testdata/qwen2.5, testdata/smollm2,
+// small/qwen2.5-2048).
+func tokenizerDir(dir string) string {
+	return filepath.Join("..", "..", "tokenizer", filepath.FromSlash(dir))
+}
+
+// TestTokenizerMetadataRoundTrip writes each tokenizer's GGUF metadata to a file, rebuilds tokenizer.json from it
+// (TokenizerFiles, the path llama.cpp's own files take into mcprl) and checks that the rebuilt tokenizer encodes the
 // Qwen2.5 parity corpus and the HF edge cases to the same ids, with the same specials and chat template.
-func TestGGUFMetadataRoundTrip(t *testing.T) {
+func TestTokenizerMetadataRoundTrip(t *testing.T) {
 	var texts []string
 	for _, name := range []string{"qwen2.5_encode.jsonl", "hf_edge_encode.jsonl"} {
-		f, err := os.Open(filepath.Join("testdata", "parity", name))
+		f, err := os.Open(filepath.Join(tokenizerDir("testdata/parity"), name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -41,12 +48,12 @@ func TestGGUFMetadataRoundTrip(t *testing.T) {
 		{"testdata/qwen2.5", "qwen2"}, {"testdata/smollm2", "smollm"}, {"small/qwen2.5-2048", "qwen2"},
 	} {
 		t.Run(c.dir, func(t *testing.T) {
-			tok, err := Load(c.dir)
+			tok, err := tokenizer.Load(tokenizerDir(c.dir))
 			if err != nil {
 				t.Fatal(err)
 			}
 			vocab := tok.VocabSize() + 3 // the model's embeddings may have rows past the tokenizer's ids
-			meta, err := tok.GGUFMetadata(vocab)
+			meta, err := TokenizerMetadata(tok, vocab)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,11 +79,11 @@ func TestGGUFMetadataRoundTrip(t *testing.T) {
 			if len(tokens) != vocab || tokens[vocab-1] != "[PAD"+strconv.Itoa(vocab-1)+"]" || types[vocab-1] != ggufTokenUnused {
 				t.Errorf("%d tokens, last %q type %d", len(tokens), tokens[len(tokens)-1], types[len(types)-1])
 			}
-			tj, tc, err := GGUFFiles(r, GGUFOptions{})
+			tj, tc, err := TokenizerFiles(r, TokenizerOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			back, err := parse(tj, tc)
+			back, err := tokenizer.Parse(tj, tc)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -102,22 +109,49 @@ func TestGGUFMetadataRoundTrip(t *testing.T) {
 	}
 }
 
-func TestGGUFMetadataRejects(t *testing.T) {
-	tok, err := Load("small/qwen2.5-2048")
+// TestTokenizerMetadataRejects: too small a vocabulary, a pre-tokenizer llama.cpp has no name for and a tokenizer
+// without a chat template are refused, naming what.
+func TestTokenizerMetadataRejects(t *testing.T) {
+	src := tokenizerDir("small/qwen2.5-2048")
+	tok, err := tokenizer.Load(src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tok.GGUFMetadata(tok.VocabSize() - 1); err == nil || !strings.Contains(err.Error(), "embedding rows") {
+	if _, err := TokenizerMetadata(tok, tok.VocabSize()-1); err == nil || !strings.Contains(err.Error(), "embedding rows") {
 		t.Errorf("too small a vocabulary: %v", err)
 	}
-	gpt2 := *tok
-	gpt2.pattern = `\s+`
-	if _, err := gpt2.GGUFMetadata(tok.VocabSize()); err == nil || !strings.Contains(err.Error(), `split "\\s+"`) {
+	// edited loads the tokenizer with one string of a file replaced.
+	edited := func(file, from, to string) *tokenizer.Tokenizer {
+		t.Helper()
+		dir := t.TempDir()
+		for _, f := range []string{"tokenizer.json", "tokenizer_config.json"} {
+			b, err := os.ReadFile(filepath.Join(src, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f == file {
+				if !strings.Contains(string(b), from) {
+					t.Fatalf("%s holds no %s", f, from)
+				}
+				b = []byte(strings.Replace(string(b), from, to, 1))
+			}
+			if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tok, err := tokenizer.Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	qwen2Regex, _ := json.Marshal(qwen2Pattern)
+	gpt2 := edited("tokenizer.json", string(qwen2Regex), `"\\s+"`)
+	if _, err := TokenizerMetadata(gpt2, tok.VocabSize()); err == nil || !strings.Contains(err.Error(), `split "\\s+"`) {
 		t.Errorf("unknown pre-tokenizer: %v", err)
 	}
-	noTemplate := *tok
-	noTemplate.config.ChatTemplate = nil
-	if _, err := noTemplate.GGUFMetadata(tok.VocabSize()); err == nil || !strings.Contains(err.Error(), "no chat_template") {
+	noTemplate := edited("tokenizer_config.json", `"chat_template"`, `"no_chat_template"`)
+	if _, err := TokenizerMetadata(noTemplate, tok.VocabSize()); err == nil || !strings.Contains(err.Error(), "no chat_template") {
 		t.Errorf("no chat template: %v", err)
 	}
 }
