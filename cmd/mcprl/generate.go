@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -114,18 +112,7 @@ Examples:
 				defer f.Close()
 				w = f
 			}
-			bw := bufio.NewWriter(w)
-			enc := json.NewEncoder(bw)
-			enc.SetEscapeHTML(false)
-			err = completion.Generate(cmd.Context(), m, tok, records, opts, func(batch []completion.Record) error {
-				for i := range batch {
-					if err := enc.Encode(&batch[i]); err != nil {
-						return err
-					}
-				}
-				return bw.Flush()
-			})
-			if err != nil {
+			if err := completion.WriteJSONL(cmd.Context(), w, m, tok, records, opts); err != nil {
 				return err
 			}
 			if out != "" {
