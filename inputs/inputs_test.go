@@ -119,3 +119,24 @@ func TestLoadTasksNeedsFiles(t *testing.T) {
 		t.Errorf("empty tasks file: %v", err)
 	}
 }
+
+// LoadTasksWith loads the embedded small tokenizer for "" and a model
+// folder's for its directory, then the tasks; a folder without tokenizer
+// files fails.
+func TestLoadTasksWith(t *testing.T) {
+	ctx := context.Background()
+	o := inputs.Options{Inputs: train.Inputs{Tasks: quickTasks, Fixtures: fixturesDir}}
+	for _, dir := range []string{"", quickModel} {
+		l, err := inputs.LoadTasksWith(ctx, dir, o)
+		if err != nil {
+			t.Fatalf("%q: %v", dir, err)
+		}
+		if l.Model != nil || l.Tokenizer == nil || l.Template == nil || len(l.Tasks) == 0 || len(l.Sandboxes) == 0 {
+			t.Errorf("%q: loaded %+v", dir, l)
+		}
+		l.Close()
+	}
+	if _, err := inputs.LoadTasksWith(ctx, t.TempDir(), o); err == nil || !strings.Contains(err.Error(), "inputs: tokenizer") {
+		t.Errorf("no tokenizer files: %v", err)
+	}
+}

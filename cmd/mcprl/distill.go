@@ -8,7 +8,6 @@ import (
 
 	"github.com/mcprl/mcprl/distill"
 	"github.com/mcprl/mcprl/eval"
-	"github.com/mcprl/mcprl/inputs"
 	"github.com/mcprl/mcprl/sampling"
 	"github.com/mcprl/mcprl/task"
 	"github.com/mcprl/mcprl/train"
@@ -62,32 +61,14 @@ Example:
 			gs := &sf.Settings
 			ecfg := eval.ConfigOf(gs, sf.seed)
 			ecfg.Samples, ecfg.K, ecfg.BatchSize = k, 1, b
-			var (
-				ws  *inputs.Loaded
-				pol eval.PolicyFor
-				in  = train.Inputs{Model: modelDir, Tasks: tasksPath, Fixtures: fixtures, DSN: dsn}
-			)
-			if served.given() {
-				if ws, err = loadTasks(ctx, served.tokenizer, in, skipBad, stderr); err != nil {
-					return err
-				}
-				defer ws.Close()
-				p, err := served.policy(ctx, ws.Tokenizer, ws.Sandboxes, ecfg.Sample, stderr)
-				if err != nil {
-					return err
-				}
-				pol = eval.Fixed(p)
-			} else {
-				engine, err := engineOf(cmd, "")
-				if err != nil {
-					return err
-				}
-				in.Engine = engine
-				if ws, err = load(ctx, in, skipBad, stderr); err != nil {
-					return err
-				}
-				defer ws.Close()
-				pol = eval.Sampled(ws.Model, ecfg)
+			ws, err := served.load(cmd, train.Inputs{Model: modelDir, Tasks: tasksPath, Fixtures: fixtures, DSN: dsn}, false, skipBad)
+			if err != nil {
+				return err
+			}
+			defer ws.Close()
+			pol, err := served.policyFor(ctx, ws, ecfg, stderr)
+			if err != nil {
+				return err
 			}
 			sf.print(stderr, "distill", from)
 			ev := &eval.Evaluator{Policy: pol, Tokenizer: ws.Tokenizer, Template: ws.Template, Sandboxes: ws.Sandboxes, Config: ecfg, Progress: stderr}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/mcprl/mcprl/eval"
 	"github.com/mcprl/mcprl/grpo"
-	"github.com/mcprl/mcprl/inputs"
 	"github.com/mcprl/mcprl/sampling"
 )
 
@@ -148,19 +147,11 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *servedF
 	if served.given() && (ef.golden || flags.model != "") {
 		return errors.New("give one policy: --policy (a served model), --model or --golden")
 	}
-	engine, err := engineOf(cmd, cfg.Engine)
-	if err != nil {
+	in := cfg.Inputs
+	if in.Engine, err = engineOf(cmd, cfg.Engine); err != nil {
 		return err
 	}
-	in := cfg.Inputs
-	in.Engine = engine
-	var ws *inputs.Loaded
-	switch {
-	case served.given() || ef.golden && flags.model == "": // served.tokenizer is "" with --golden
-		ws, err = loadTasks(ctx, served.tokenizer, in, flags.skipBadTasks, stderr)
-	default:
-		ws, err = load(ctx, in, flags.skipBadTasks, stderr)
-	}
+	ws, err := served.load(cmd, in, ef.golden && flags.model == "", flags.skipBadTasks)
 	if err != nil {
 		return err
 	}
@@ -172,20 +163,13 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *servedF
 	ecfg := eval.ConfigOf(st, seed)
 	ecfg.Samples, ecfg.K, ecfg.BatchSize = samples, ef.k, ef.batch
 	var pol eval.PolicyFor
-	switch {
-	case ef.golden:
-		if err := ecfg.ForGolden(ws.Tasks, fl.Changed("max-completion-length")); err != nil {
-			return err
-		}
-		pol = eval.Golden(ws.Tokenizer)
-	case served.given():
-		p, err := served.policy(ctx, ws.Tokenizer, ws.Sandboxes, ecfg.Sample, stderr)
-		if err != nil {
-			return err
-		}
-		pol = eval.Fixed(p)
-	default:
-		pol = eval.Sampled(ws.Model, ecfg)
+	if ef.golden {
+		pol, err = eval.Golden(ws.Tokenizer), ecfg.ForGolden(ws.Tasks, fl.Changed("max-completion-length"))
+	} else {
+		pol, err = served.policyFor(ctx, ws, ecfg, stderr)
+	}
+	if err != nil {
+		return err
 	}
 	ev := &eval.Evaluator{Policy: pol, Tokenizer: ws.Tokenizer, Template: ws.Template, Sandboxes: ws.Sandboxes, Config: ecfg, Progress: stderr}
 	res, rep, err := ev.Evaluate(ctx, ws.Tasks)

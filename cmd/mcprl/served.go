@@ -10,13 +10,17 @@ import (
 	"sort"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/mcprl/mcprl/eval"
+	"github.com/mcprl/mcprl/inputs"
 	"github.com/mcprl/mcprl/policy"
 	"github.com/mcprl/mcprl/policy/openai"
 	"github.com/mcprl/mcprl/sandbox"
 	"github.com/mcprl/mcprl/tokenizer"
 	"github.com/mcprl/mcprl/toolcall"
+	"github.com/mcprl/mcprl/train"
 )
 
 // servedFlags name a model served behind an OpenAI-compatible
@@ -94,4 +98,32 @@ func probeTools(factories map[string]*sandbox.Factory) []json.RawMessage {
 		return nil
 	}
 	return toolcall.FunctionSchemas(factories[names[0]].Tools())
+}
+
+// load loads in for the policy the flags name: for a served one (or
+// without a model, tasksOnly) the tasks with --tokenizer's tokenizer; else
+// the model too, on the engine of --engine (else in.Engine).
+func (f *servedFlags) load(cmd *cobra.Command, in train.Inputs, tasksOnly, skipBad bool) (*inputs.Loaded, error) {
+	if f.given() || tasksOnly {
+		return loadTasks(cmd.Context(), f.tokenizer, in, skipBad, cmd.ErrOrStderr())
+	}
+	engine, err := engineOf(cmd, in.Engine)
+	if err != nil {
+		return nil, err
+	}
+	in.Engine = engine
+	return load(cmd.Context(), in, skipBad, cmd.ErrOrStderr())
+}
+
+// policyFor is what eval and tasks distill sample: the served policy,
+// probed, or ws's model with cfg's cache size.
+func (f *servedFlags) policyFor(ctx context.Context, ws *inputs.Loaded, cfg eval.Config, log io.Writer) (eval.PolicyFor, error) {
+	if !f.given() {
+		return eval.Sampled(ws.Model, cfg), nil
+	}
+	p, err := f.policy(ctx, ws.Tokenizer, ws.Sandboxes, cfg.Sample, log)
+	if err != nil {
+		return nil, err
+	}
+	return eval.Fixed(p), nil
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/mcprl/mcprl/grpo"
 	"github.com/mcprl/mcprl/inputs"
 	"github.com/mcprl/mcprl/sft"
-	"github.com/mcprl/mcprl/tokenizer"
 	"github.com/mcprl/mcprl/train"
 )
 
@@ -99,16 +98,12 @@ func load(ctx context.Context, in train.Inputs, skipBad bool, warn io.Writer) (*
 
 // loadTasks is load for a run without a model (a served policy, eval
 // --golden): in's tasks and fixtures, with the tokenizer of tokenizerDir
-// ("": the embedded small one, whose chat template is Qwen2.5's).
+// ("": the embedded small one).
 func loadTasks(ctx context.Context, tokenizerDir string, in train.Inputs, skipBad bool, warn io.Writer) (*inputs.Loaded, error) {
 	if in.Tasks == "" || in.Fixtures == "" {
 		return nil, errNoTasks
 	}
-	tok, tpl, err := tokenizer.LoadWithTemplate(tokenizerDir)
-	if err != nil {
-		return nil, err
-	}
-	return inputs.LoadTasks(ctx, tok, tpl, inputs.Options{Inputs: in, SkipBad: skipBad, Warn: warn})
+	return inputs.LoadTasksWith(ctx, tokenizerDir, inputs.Options{Inputs: in, SkipBad: skipBad, Warn: warn})
 }
 
 var errNoTasks = errors.New("set tasks and fixtures in the config or pass --tasks and --fixtures")
