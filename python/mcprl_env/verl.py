@@ -12,11 +12,12 @@ import asyncio
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
 from typing import Any
 
-from .client import Session
-from .env import _TASK_FIELDS
+# Absolute imports: verl's custom_reward_function.path may name this file, which verl then runs as a module of no
+# package (verl.utils.import_utils.load_module), where a relative import fails.
+from mcprl_env.client import Session
+from mcprl_env.env import _TASK_FIELDS
 
 try:  # verl is not a dependency: with it installed, the tool is a real BaseTool.
     from verl.tools.base_tool import BaseTool as _Base  # type: ignore[import-not-found]
@@ -26,20 +27,20 @@ except ImportError:  # pragma: no cover - exercised where verl is absent
     class _Base:  # type: ignore[no-redef]
         pass
 
-    @dataclass
     class ToolResponse:  # type: ignore[no-redef]
         """verl's ToolResponse (text, image, video), where verl is not installed."""
 
-        text: str | None = None
-        image: list[Any] | None = None
-        video: list[Any] | None = None
+        def __init__(self, text: str | None = None, image: list[Any] | None = None, video: list[Any] | None = None) -> None:
+            self.text, self.image, self.video = text, image, video
 
 
-@dataclass
 class _Rollout:
-    session: Session
-    last: float = field(default_factory=time.monotonic)
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    # A plain class, not a dataclass: dataclasses look their module up in sys.modules, where a file that verl loads
+    # by path is not.
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.last = time.monotonic()
+        self.lock = threading.Lock()
 
 
 class MCPRLTool(_Base):  # type: ignore[misc]
