@@ -418,7 +418,7 @@ func (s *Completions) score(ctx context.Context, buf []byte, i int, c completion
 		defer sb.Close()
 		in.Trajectory = traj
 		in.Sandbox = sb
-		in.Catalog = toolNames(sb)
+		in.Catalog = sandbox.ToolNames(sb.Tools())
 	} else {
 		in.Trajectory, _ = Replay(ctx, nil, c.completion)
 	}
@@ -459,14 +459,6 @@ func (s *Completions) run(ctx context.Context, t *task.Task, completion string) 
 		return nil, nil, err
 	}
 	return sb, traj, nil
-}
-
-func toolNames(sb Sandbox) []string {
-	var names []string
-	for _, t := range sb.Tools() {
-		names = append(names, t.Name)
-	}
-	return names
 }
 
 func errorLine(buf []byte, i int, c completionLine, msg string) []byte {

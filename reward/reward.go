@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcprl/mcprl/chat"
+	"github.com/mcprl/mcprl/sandbox"
 	"github.com/mcprl/mcprl/sandbox/sqldb"
 	"github.com/mcprl/mcprl/task"
 )
@@ -41,11 +42,7 @@ func (in *Input) catalog() []string {
 		return in.Catalog
 	}
 	if in.Sandbox != nil {
-		var names []string
-		for _, t := range in.Sandbox.Tools() {
-			names = append(names, t.Name)
-		}
-		return names
+		return sandbox.ToolNames(in.Sandbox.Tools())
 	}
 	return task.DefaultTools
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcprl/mcprl/agent"
 	"github.com/mcprl/mcprl/eval"
+	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/policy"
 	"github.com/mcprl/mcprl/rollout"
 	"github.com/mcprl/mcprl/sampling"
@@ -81,41 +82,31 @@ Example:
 			}
 			ecfg := eval.ConfigOf(st, sf.seed)
 			ecfg.Samples = 1
-			var (
-				tok *tokenizer.Tokenizer
-				tpl *tokenizer.Template
-				pol policy.Policy
-			)
+			tokDir := served.tokenizer
+			if !served.given() {
+				tokDir = modelDir
+			}
+			tok, tpl, err := tokenizer.LoadWithTemplate(tokDir)
+			if err != nil {
+				return err
+			}
+			var pol policy.Policy
 			if served.given() {
-				if tok, tpl, err = tokenizer.LoadWithTemplate(served.tokenizer); err != nil {
-					return err
-				}
-				p, err := served.policy(ctx, tok, map[string]*sandbox.Factory{fx.Name: f}, ecfg.Sample, stderr)
-				if err != nil {
-					return err
-				}
-				pol = p
+				pol, err = served.policy(ctx, tok, map[string]*sandbox.Factory{fx.Name: f}, ecfg.Sample, stderr)
 			} else {
-				m, err := loadModel(cmd, modelDir)
-				if err != nil {
-					return err
+				var m *model.Model
+				if m, err = loadModel(cmd, modelDir); err == nil {
+					pol, err = eval.Sampled(m, ecfg)(nil, 1)
 				}
-				if tok, tpl, err = tokenizer.LoadWithTemplate(modelDir); err != nil {
-					return fmt.Errorf("model %s: %w", modelDir, err)
-				}
-				if pol, err = eval.Sampled(m, ecfg)(nil, 1); err != nil {
-					return err
-				}
+			}
+			if err != nil {
+				return err
 			}
 			a := &agent.Agent{
 				Runner:  &rollout.Runner{Policy: pol, Tokenizer: tok, Template: tpl, Config: ecfg.Rollout()},
 				Sandbox: f, SystemPrompt: systemPrompt,
 			}
-			var names []string
-			for _, t := range f.Tools() {
-				names = append(names, t.Name)
-			}
-			fmt.Fprintf(stderr, "chat: fixture %s, tools %s; one question a line, exit to stop\n", fx.Name, strings.Join(names, ", "))
+			fmt.Fprintf(stderr, "chat: fixture %s, tools %s; one question a line, exit to stop\n", fx.Name, strings.Join(sandbox.ToolNames(f.Tools()), ", "))
 			sf.print(stderr, "chat", from)
 			if systemPrompt != "" {
 				fmt.Fprintf(stderr, "chat: system prompt%s:\n%s\n", promptFrom, systemPrompt)
