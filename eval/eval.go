@@ -98,11 +98,7 @@ func Scripted(tok *tokenizer.Tokenizer, turns func(*task.Task) ([]string, error)
 			}
 			script := make([][]int32, len(texts))
 			for i, s := range texts {
-				ids := tok.Encode(s)
-				script[i] = make([]int32, len(ids))
-				for k, id := range ids {
-					script[i][k] = int32(id)
-				}
+				script[i] = rollout.TrajectoryIDs(tok.Encode(s))
 			}
 			for range n {
 				scripts = append(scripts, script)

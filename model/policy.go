@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/mcprl/mcprl/policy"
 )
@@ -48,7 +49,7 @@ func feedSlots(n int) int {
 }
 
 // NewBatch implements policy.Policy.
-func (p *Policy) NewBatch(ctx context.Context, prompts [][]int32, opts policy.SampleOptions) (policy.Batch, error) {
+func (p *Policy) NewBatch(ctx context.Context, prompts [][]int, opts policy.SampleOptions) (policy.Batch, error) {
 	if len(prompts) == 0 {
 		return nil, fmt.Errorf("policy: no prompts")
 	}
@@ -66,7 +67,7 @@ func (p *Policy) NewBatch(ctx context.Context, prompts [][]int32, opts policy.Sa
 	}
 	b := &modelBatch{s: s, opts: opts, pending: make([][]int, len(prompts))}
 	for i, pr := range prompts {
-		b.pending[i] = toInt(pr)
+		b.pending[i] = slices.Clone(pr)
 	}
 	return b, nil
 }
@@ -113,10 +114,6 @@ func (b *modelBatch) Generate(ctx context.Context, maxNew []int) ([]policy.Sampl
 		}
 		return nil, fmt.Errorf("policy: %w", err)
 	}
-	stop := make([]int, len(b.opts.StopIDs))
-	for i, id := range b.opts.StopIDs {
-		stop[i] = int(id)
-	}
 	// Per-sequence budgets: a sequence never samples past its own budget
 	// into the cache (tokens the trajectory would not keep).
 	budgets := make([]int, len(maxNew))
@@ -125,7 +122,7 @@ func (b *modelBatch) Generate(ctx context.Context, maxNew []int) ([]policy.Sampl
 	}
 	comps, err := b.s.Generate(ctx, SampleOptions{
 		Temperature: b.opts.Temperature, TopP: b.opts.TopP, TopK: b.opts.TopK,
-		MaxNewTokensPer: budgets, Stop: stop,
+		MaxNewTokensPer: budgets, Stop: b.opts.StopIDs,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
@@ -136,7 +133,7 @@ func (b *modelBatch) Generate(ctx context.Context, maxNew []int) ([]policy.Sampl
 		}
 		n := min(len(c.Tokens), maxNew[i])
 		out[i] = policy.Sample{
-			IDs:      toInt32(c.Tokens[:n]),
+			IDs:      slices.Clone(c.Tokens[:n]),
 			LogProbs: append([]float32(nil), c.LogProbs[:n]...),
 			Stopped:  c.Stop == StopToken && n == len(c.Tokens),
 		}
@@ -146,31 +143,15 @@ func (b *modelBatch) Generate(ctx context.Context, maxNew []int) ([]policy.Sampl
 
 // Append queues tokens for sequence i; they are fed with the next Generate,
 // batched with every other sequence's.
-func (b *modelBatch) Append(i int, tokens []int32) error {
+func (b *modelBatch) Append(i int, tokens []int) error {
 	if i < 0 || i >= len(b.pending) {
 		return fmt.Errorf("policy: no sequence %d", i)
 	}
-	b.pending[i] = append(b.pending[i], toInt(tokens)...)
+	b.pending[i] = append(b.pending[i], tokens...)
 	return nil
 }
 
 func (b *modelBatch) Close() error {
 	b.s.Close()
 	return nil
-}
-
-func toInt(ids []int32) []int {
-	out := make([]int, len(ids))
-	for i, id := range ids {
-		out[i] = int(id)
-	}
-	return out
-}
-
-func toInt32(ids []int) []int32 {
-	out := make([]int32, len(ids))
-	for i, id := range ids {
-		out[i] = int32(id)
-	}
-	return out
 }

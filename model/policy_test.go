@@ -3,6 +3,7 @@ package model_test
 import (
 	"context"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/gomlx/gomlx/pkg/core/graph"
@@ -30,17 +31,13 @@ func tinyModel(t *testing.T) *model.Model {
 
 // logProbs is the model's per-token log-prob of every token of seq,
 // computed over the whole sequence without a cache.
-func logProbs(t *testing.T, m *model.Model, seq []int32) []float32 {
+func logProbs(t *testing.T, m *model.Model, ids []int) []float32 {
 	t.Helper()
 	exec, err := mlctx.NewExec(m.Backend, m.Ctx, func(ctx *mlctx.Context, tokens, attn *graph.Node) *graph.Node {
 		return m.TokenLogProbsAt(ctx, tokens, attn, 1)
 	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	ids := make([]int, len(seq))
-	for i, id := range seq {
-		ids[i] = int(id)
 	}
 	n := model.Bucket(len(ids))
 	tokens, attn, err := model.PadBatch([][]int{ids}, n, 0, false)
@@ -63,13 +60,13 @@ func TestPolicyBudgetsAndContinuation(t *testing.T) {
 	m := tinyModel(t)
 	p := &model.Policy{M: m, Capacity: 512}
 	ctx := context.Background()
-	prompts := [][]int32{{5, 6, 7, 8, 9}, {10, 11, 12}}
+	prompts := [][]int{{5, 6, 7, 8, 9}, {10, 11, 12}}
 	b, err := p.NewBatch(ctx, prompts, policy.SampleOptions{Temperature: 1, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	seqs := [][]int32{append([]int32(nil), prompts[0]...), append([]int32(nil), prompts[1]...)}
+	seqs := [][]int{slices.Clone(prompts[0]), slices.Clone(prompts[1])}
 	var sampledAt [2][]int
 	record := func(out []policy.Sample, maxNew []int) {
 		for i, s := range out {
@@ -97,7 +94,7 @@ func TestPolicyBudgetsAndContinuation(t *testing.T) {
 	if len(seqs[0]) != 8 || len(seqs[1]) != 23 {
 		t.Fatalf("lengths %d %d", len(seqs[0]), len(seqs[1]))
 	}
-	obs := []int32{40, 41, 42, 43}
+	obs := []int{40, 41, 42, 43}
 	for i := range seqs {
 		if err := b.Append(i, obs); err != nil {
 			t.Fatal(err)
@@ -125,7 +122,7 @@ func TestPolicyCapacity(t *testing.T) {
 	// prompts of 5 tokens take 16 slots (the smallest bucket); 64 slots in all.
 	p := &model.Policy{M: m, CompletionSlots: 30}
 	ctx := context.Background()
-	b, err := p.NewBatch(ctx, [][]int32{{5, 6, 7, 8, 9}, {10, 11}}, policy.SampleOptions{Temperature: 1, Seed: 1})
+	b, err := p.NewBatch(ctx, [][]int{{5, 6, 7, 8, 9}, {10, 11}}, policy.SampleOptions{Temperature: 1, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,9 +134,9 @@ func TestPolicyCapacity(t *testing.T) {
 	if len(out[0].IDs) != 20 || len(out[1].IDs) != 20 {
 		t.Fatalf("first turn: %d and %d tokens", len(out[0].IDs), len(out[1].IDs))
 	}
-	obs := make([]int32, 40)
+	obs := make([]int, 40)
 	for i := range obs {
-		obs[i] = int32(20 + i)
+		obs[i] = 20 + i
 	}
 	for i := range 2 {
 		if err := b.Append(i, obs); err != nil {

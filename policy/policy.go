@@ -9,14 +9,15 @@ type SampleOptions struct {
 	TopK        int     // 0 disables top-k filtering
 	// StopIDs end a sequence's turn when sampled (the stop token is kept as
 	// the turn's last token): end-of-turn, end-of-text, </tool_call>.
-	StopIDs []int32
+	StopIDs []int
 	Seed    int64
 }
 
 // Policy starts batches of sequences.
 type Policy interface {
-	// NewBatch starts one sequence per prompt.
-	NewBatch(ctx context.Context, prompts [][]int32, opts SampleOptions) (Batch, error)
+	// NewBatch starts one sequence per prompt. Token ids, here and in Batch
+	// and Sample, are the tokenizer's (tokenizer.Encode's []int).
+	NewBatch(ctx context.Context, prompts [][]int, opts SampleOptions) (Batch, error)
 }
 
 // Batch is a set of sequences that grow by sampling and by appended tokens.
@@ -27,14 +28,14 @@ type Batch interface {
 	Generate(ctx context.Context, maxNew []int) ([]Sample, error)
 	// Append appends tokens (a tool's observation) to sequence i; the next
 	// Generate continues after them.
-	Append(i int, tokens []int32) error
+	Append(i int, tokens []int) error
 	// Close releases the batch's resources (KV caches).
 	Close() error
 }
 
 // Sample is one sequence's sampled continuation.
 type Sample struct {
-	IDs []int32
+	IDs []int
 	// LogProbs[j] is the sampling policy's log-probability of IDs[j].
 	LogProbs []float32
 	// Stopped is true when the continuation ended with a stop token, false

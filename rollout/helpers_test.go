@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -196,7 +197,7 @@ type recorder struct {
 
 type event struct {
 	sampled  bool
-	ids      []int32
+	ids      []int
 	logProbs []float32
 	stopped  bool
 }
@@ -205,12 +206,12 @@ type recBatch struct {
 	r       *recorder
 	b       policy.Batch
 	opts    policy.SampleOptions
-	prompts [][]int32
+	prompts [][]int
 	events  [][]event
 	closed  bool
 }
 
-func (r *recorder) NewBatch(ctx context.Context, prompts [][]int32, opts policy.SampleOptions) (policy.Batch, error) {
+func (r *recorder) NewBatch(ctx context.Context, prompts [][]int, opts policy.SampleOptions) (policy.Batch, error) {
 	start := time.Now()
 	b, err := r.P.NewBatch(ctx, prompts, opts)
 	r.mu.Lock()
@@ -221,7 +222,7 @@ func (r *recorder) NewBatch(ctx context.Context, prompts [][]int32, opts policy.
 	}
 	rb := &recBatch{r: r, b: b, opts: opts, events: make([][]event, len(prompts))}
 	for _, p := range prompts {
-		rb.prompts = append(rb.prompts, append([]int32(nil), p...))
+		rb.prompts = append(rb.prompts, slices.Clone(p))
 	}
 	r.batches = append(r.batches, rb)
 	return rb, nil
@@ -241,7 +242,7 @@ func (b *recBatch) Generate(ctx context.Context, maxNew []int) ([]policy.Sample,
 	}
 	for i, s := range out {
 		if maxNew[i] > 0 {
-			b.events[i] = append(b.events[i], event{sampled: true, ids: append([]int32(nil), s.IDs...),
+			b.events[i] = append(b.events[i], event{sampled: true, ids: slices.Clone(s.IDs),
 				logProbs: append([]float32(nil), s.LogProbs...), stopped: s.Stopped})
 		} else if len(s.IDs) > 0 {
 			return nil, fmt.Errorf("recorder: sequence %d sampled %d tokens with no budget", i, len(s.IDs))
@@ -250,14 +251,14 @@ func (b *recBatch) Generate(ctx context.Context, maxNew []int) ([]policy.Sample,
 	return out, nil
 }
 
-func (b *recBatch) Append(i int, tokens []int32) error {
+func (b *recBatch) Append(i int, tokens []int) error {
 	start := time.Now()
 	err := b.b.Append(i, tokens)
 	b.r.mu.Lock()
 	defer b.r.mu.Unlock()
 	b.r.inside += time.Since(start)
 	if err == nil {
-		b.events[i] = append(b.events[i], event{ids: append([]int32(nil), tokens...)})
+		b.events[i] = append(b.events[i], event{ids: slices.Clone(tokens)})
 	}
 	return err
 }
@@ -278,11 +279,11 @@ func checkTokenInTokenOut(t *testing.T, b *recBatch, i int, tr *chat.Trajectory)
 	var ids []int32
 	var mask []uint8
 	var lps []float32
-	ids = append(ids, b.prompts[i]...)
+	ids = append(ids, rollout.TrajectoryIDs(b.prompts[i])...)
 	mask = append(mask, make([]uint8, len(b.prompts[i]))...)
 	lps = append(lps, make([]float32, len(b.prompts[i]))...)
 	for _, e := range b.events[i] {
-		ids = append(ids, e.ids...)
+		ids = append(ids, rollout.TrajectoryIDs(e.ids)...)
 		for k := range e.ids {
 			if e.sampled {
 				mask = append(mask, 1)

@@ -82,7 +82,7 @@ func (r *Runner) Run(ctx context.Context, jobs []Job) ([]*Result, error) {
 		return nil, err
 	}
 	opts := r.Config.Sample
-	opts.StopIDs = append(append([]int32(nil), opts.StopIDs...), stops.all...)
+	opts.StopIDs = append(append([]int(nil), opts.StopIDs...), stops.all...)
 
 	states := make([]*state, len(jobs)*n)
 	for j, job := range jobs {
@@ -93,7 +93,7 @@ func (r *Runner) Run(ctx context.Context, jobs []Job) ([]*Result, error) {
 		for g := 0; g < n; g++ {
 			s := &state{job: job, messages: append([]chat.Message(nil), st.messages...), tools: st.tools, offered: st.offered, res: &Result{Trajectory: &chat.Trajectory{}, Task: job.Task}}
 			s.traj = s.res.Trajectory
-			s.traj.Tokens = append([]int32(nil), st.ids...)
+			s.traj.Tokens = TrajectoryIDs(st.ids)
 			s.traj.Mask = make([]uint8, len(st.ids))
 			s.traj.OldLogProbs = make([]float32, len(st.ids))
 			s.traj.PromptLen = len(st.ids)
@@ -118,7 +118,7 @@ func (r *Runner) Branch(ctx context.Context, roots []*Result, n int) ([]*Result,
 		return nil, err
 	}
 	opts := r.Config.Sample
-	opts.StopIDs = append(append([]int32(nil), opts.StopIDs...), stops.all...)
+	opts.StopIDs = append(append([]int(nil), opts.StopIDs...), stops.all...)
 	var states []*state
 	for _, root := range roots {
 		sb := root.Setback
@@ -167,9 +167,9 @@ func (r *Runner) run(ctx context.Context, states []*state, opts policy.SampleOpt
 			}
 		}
 	}()
-	prompts := make([][]int32, len(states))
+	prompts := make([][]int, len(states))
 	for i, s := range states {
-		prompts[i] = append([]int32(nil), s.traj.Tokens...)
+		prompts[i] = policyIDs(s.traj.Tokens)
 	}
 
 	var finishing sync.WaitGroup
@@ -277,7 +277,7 @@ func (r *Runner) run(ctx context.Context, states []*state, opts policy.SampleOpt
 		}
 		// Each active trajectory handles its turn (parse, call tools,
 		// build the observation) concurrently with the others.
-		obs := make([][]int32, len(states))
+		obs := make([][]int, len(states))
 		for i, s := range states {
 			if maxNew[i] == 0 {
 				continue
@@ -345,7 +345,7 @@ type promptState struct {
 	messages []chat.Message
 	tools    []json.RawMessage
 	offered  []json.RawMessage
-	ids      []int32
+	ids      []int
 }
 
 // prompt renders a job's chat: the task's system prompt, or, when it has
@@ -361,7 +361,7 @@ func (r *Runner) prompt(job Job) (*promptState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("render prompt: %w", err)
 	}
-	ids := toInt32(r.Tokenizer.Encode(text))
+	ids := r.Tokenizer.Encode(text)
 	if m := r.Config.MaxPromptLength; m > 0 && len(ids) > m {
 		ids = ids[len(ids)-m:]
 	}
@@ -384,28 +384,28 @@ func PromptMessages(t *task.Task, f *sandbox.Factory) ([]chat.Message, []json.Ra
 }
 
 type stopSet struct {
-	endTurn  map[int32]bool // end of the assistant's message: a final answer
-	toolStop int32          // </tool_call>
-	all      []int32
+	endTurn  map[int]bool // end of the assistant's message: a final answer
+	toolStop int          // </tool_call>
+	all      []int
 }
 
 func (r *Runner) stopIDs() (*stopSet, error) {
-	s := &stopSet{endTurn: map[int32]bool{}}
+	s := &stopSet{endTurn: map[int]bool{}}
 	for _, name := range []string{"<|im_end|>", "<|endoftext|>"} {
 		if id, ok := r.Tokenizer.TokenID(name); ok {
-			s.endTurn[int32(id)] = true
-			s.all = append(s.all, int32(id))
+			s.endTurn[id] = true
+			s.all = append(s.all, id)
 		}
 	}
-	if id := r.Tokenizer.EOS(); id >= 0 && !s.endTurn[int32(id)] {
-		s.endTurn[int32(id)] = true
-		s.all = append(s.all, int32(id))
+	if id := r.Tokenizer.EOS(); id >= 0 && !s.endTurn[id] {
+		s.endTurn[id] = true
+		s.all = append(s.all, id)
 	}
 	id, ok := r.Tokenizer.TokenID("</tool_call>")
 	if !ok {
 		return nil, fmt.Errorf("tokenizer has no </tool_call> token")
 	}
-	s.toolStop = int32(id)
+	s.toolStop = id
 	s.all = append(s.all, s.toolStop)
 	return s, nil
 }
@@ -413,7 +413,7 @@ func (r *Runner) stopIDs() (*stopSet, error) {
 // turn records one sampled turn of s and, when it ends in a tool call,
 // runs the calls and returns the observation tokens to append. It returns
 // nil when the trajectory is over.
-func (r *Runner) turn(ctx context.Context, s *state, sample policy.Sample, stops *stopSet) []int32 {
+func (r *Runner) turn(ctx context.Context, s *state, sample policy.Sample, stops *stopSet) []int {
 	t := s.traj
 	if sample.Err != nil {
 		// The policy could not continue this trajectory (a served model's
@@ -426,8 +426,8 @@ func (r *Runner) turn(ctx context.Context, s *state, sample policy.Sample, stops
 		t.Truncated = true
 		return nil
 	}
-	for k, id := range sample.IDs {
-		t.Tokens = append(t.Tokens, id)
+	t.Tokens = append(t.Tokens, TrajectoryIDs(sample.IDs)...)
+	for k := range sample.IDs {
 		t.Mask = append(t.Mask, 1)
 		lp := float32(0)
 		if k < len(sample.LogProbs) {
@@ -436,14 +436,14 @@ func (r *Runner) turn(ctx context.Context, s *state, sample policy.Sample, stops
 		t.OldLogProbs = append(t.OldLogProbs, lp)
 	}
 	ids := sample.IDs
-	last := int32(-1)
+	last := -1
 	if len(ids) > 0 {
 		last = ids[len(ids)-1]
 	}
 	if sample.Stopped && stops.endTurn[last] {
 		ids = ids[:len(ids)-1]
 	}
-	text := r.Tokenizer.Decode(toInt(ids))
+	text := r.Tokenizer.Decode(ids)
 	turn := chat.Turn{Text: text}
 	parsed := toolcall.Parse(text)
 	for _, p := range parsed {
@@ -509,13 +509,13 @@ func (r *Runner) turn(ctx context.Context, s *state, sample policy.Sample, stops
 		t.Error = err.Error()
 		return nil
 	}
-	obs := toInt32(r.Tokenizer.Encode(obsText))
+	obs := r.Tokenizer.Encode(obsText)
 	if s.completionLen()+len(obs) >= r.Config.MaxCompletionLength {
 		t.Truncated = true
 		return nil
 	}
-	for _, id := range obs {
-		t.Tokens = append(t.Tokens, id)
+	t.Tokens = append(t.Tokens, TrajectoryIDs(obs)...)
+	for range obs {
 		t.Mask = append(t.Mask, 0)
 		t.OldLogProbs = append(t.OldLogProbs, 0)
 	}
@@ -566,20 +566,4 @@ func (r *Runner) observation(s *state, assistant string, toolMsgs []chat.Message
 		return "", fmt.Errorf("chat template re-renders earlier turns differently; cannot append tool output token-in, token-out")
 	}
 	return after[len(head):], nil
-}
-
-func toInt32(ids []int) []int32 {
-	out := make([]int32, len(ids))
-	for i, id := range ids {
-		out[i] = int32(id)
-	}
-	return out
-}
-
-func toInt(ids []int32) []int {
-	out := make([]int, len(ids))
-	for i, id := range ids {
-		out[i] = int(id)
-	}
-	return out
 }

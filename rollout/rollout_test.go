@@ -500,12 +500,12 @@ type failingAppend struct{ policy.Policy }
 
 type failingBatch struct{ policy.Batch }
 
-func (p failingAppend) NewBatch(ctx context.Context, prompts [][]int32, opts policy.SampleOptions) (policy.Batch, error) {
+func (p failingAppend) NewBatch(ctx context.Context, prompts [][]int, opts policy.SampleOptions) (policy.Batch, error) {
 	b, err := p.Policy.NewBatch(ctx, prompts, opts)
 	return failingBatch{b}, err
 }
 
-func (failingBatch) Append(int, []int32) error { return fmt.Errorf("no room") }
+func (failingBatch) Append(int, []int) error { return fmt.Errorf("no room") }
 
 // TestPolicyFailureClosesSandboxes: a policy error mid-run ends the run
 // with that error, and every trajectory's sandbox is finished and closed

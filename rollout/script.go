@@ -10,19 +10,27 @@ import (
 // Script is a scripted policy: sequence i of a batch answers its turns with
 // Scripts[i mod len(Scripts)], one token list per turn, whatever the
 // observations were. It drives rollouts of golden trajectories and of
-// recorded completions (mcprl score, eval of a golden agent).
+// recorded completions (mcprl score, eval of a golden agent). Its ids are
+// int32, as chat.Trajectory.Tokens' (TrajectoryIDs converts the tokenizer's).
 type Script struct {
 	Scripts [][][]int32
 }
 
 // NewBatch implements policy.Policy.
-func (r *Script) NewBatch(ctx context.Context, prompts [][]int32, opts policy.SampleOptions) (policy.Batch, error) {
+func (r *Script) NewBatch(ctx context.Context, prompts [][]int, opts policy.SampleOptions) (policy.Batch, error) {
 	if len(r.Scripts) == 0 {
 		return nil, fmt.Errorf("script policy: no scripts")
 	}
-	b := &scriptBatch{stop: map[int32]bool{}, turn: make([]int, len(prompts)), seqs: make([][][]int32, len(prompts))}
+	scripts := make([][][]int, len(r.Scripts))
+	for i, turns := range r.Scripts {
+		scripts[i] = make([][]int, len(turns))
+		for k, ids := range turns {
+			scripts[i][k] = policyIDs(ids)
+		}
+	}
+	b := &scriptBatch{stop: map[int]bool{}, turn: make([]int, len(prompts)), seqs: make([][][]int, len(prompts))}
 	for i := range prompts {
-		b.seqs[i] = r.Scripts[i%len(r.Scripts)]
+		b.seqs[i] = scripts[i%len(scripts)]
 	}
 	for _, id := range opts.StopIDs {
 		b.stop[id] = true
@@ -31,9 +39,9 @@ func (r *Script) NewBatch(ctx context.Context, prompts [][]int32, opts policy.Sa
 }
 
 type scriptBatch struct {
-	seqs [][][]int32
+	seqs [][][]int
 	turn []int
-	stop map[int32]bool
+	stop map[int]bool
 }
 
 func (b *scriptBatch) Generate(ctx context.Context, maxNew []int) ([]policy.Sample, error) {
@@ -64,7 +72,7 @@ func (b *scriptBatch) Generate(ctx context.Context, maxNew []int) ([]policy.Samp
 	return out, nil
 }
 
-func (b *scriptBatch) Append(i int, tokens []int32) error {
+func (b *scriptBatch) Append(i int, tokens []int) error {
 	if i < 0 || i >= len(b.seqs) {
 		return fmt.Errorf("script policy: no sequence %d", i)
 	}

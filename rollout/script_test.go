@@ -12,7 +12,7 @@ import (
 // budget, whatever was appended.
 func TestScript(t *testing.T) {
 	r := &rollout.Script{Scripts: [][][]int32{{{1, 2, 9, 3}, {4, 5}}}}
-	b, err := r.NewBatch(context.Background(), [][]int32{{7}, {8}}, policy.SampleOptions{StopIDs: []int32{9}})
+	b, err := r.NewBatch(context.Background(), [][]int{{7}, {8}}, policy.SampleOptions{StopIDs: []int{9}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func turn(t *testing.T, body string, maxNew int) (policy.Sample, string) {
 	closeID, _ := tok.TokenID(toolcall.CloseTag)
 	endID, _ := tok.TokenID("<|im_end|>")
 	p := &openai.Policy{Client: client(t, srv.URL, openai.Config{MaxRetries: -1}), Tokenizer: tok}
-	b, err := p.NewBatch(context.Background(), [][]int32{{1}}, policy.SampleOptions{StopIDs: []int32{int32(closeID), int32(endID)}})
+	b, err := p.NewBatch(context.Background(), [][]int{{1}}, policy.SampleOptions{StopIDs: []int{closeID, endID}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ const bytesPerToken = 64
 // </tool_call> and an end-of-turn id (the rollout's stop ids do): a reply
 // that ends in a tool call ends with the first, a final answer with the
 // first stop id that is not </tool_call>.
-func (p *Policy) NewBatch(ctx context.Context, prompts [][]int32, opts policy.SampleOptions) (policy.Batch, error) {
+func (p *Policy) NewBatch(ctx context.Context, prompts [][]int, opts policy.SampleOptions) (policy.Batch, error) {
 	if p.Client == nil || p.Tokenizer == nil {
 		return nil, errors.New("openai policy: needs a Client and a Tokenizer")
 	}
@@ -60,7 +60,7 @@ func (p *Policy) NewBatch(ctx context.Context, prompts [][]int32, opts policy.Sa
 	if !ok {
 		return nil, fmt.Errorf("openai policy: the tokenizer has no %s token", toolcall.CloseTag)
 	}
-	b := &batch{p: p, opts: opts, toolStop: int32(id), endTurn: -1, seqs: make([]sequence, len(prompts))}
+	b := &batch{p: p, opts: opts, toolStop: id, endTurn: -1, seqs: make([]sequence, len(prompts))}
 	for _, s := range opts.StopIDs {
 		if s != b.toolStop {
 			b.endTurn = s
@@ -76,7 +76,7 @@ func (p *Policy) NewBatch(ctx context.Context, prompts [][]int32, opts policy.Sa
 type batch struct {
 	p                 *Policy
 	opts              policy.SampleOptions
-	toolStop, endTurn int32
+	toolStop, endTurn int
 	seqs              []sequence
 }
 
@@ -311,7 +311,7 @@ func (b *batch) sample(ch Choice, maxNew int) (policy.Sample, reply) {
 			text = text[:ps[most-1].End]
 		}
 	}
-	ids := toInt32(b.p.Tokenizer.Encode(text))
+	ids := b.p.Tokenizer.Encode(text)
 	s := policy.Sample{IDs: ids}
 	switch {
 	case strings.HasSuffix(text, toolcall.CloseTag) && finish != "length":
@@ -370,7 +370,7 @@ func unclosedCall(text string) bool {
 
 // Append implements policy.Batch. The observation reaches the server as the
 // conversation's tool messages (SetConversation), not as ids.
-func (b *batch) Append(i int, tokens []int32) error {
+func (b *batch) Append(i int, tokens []int) error {
 	if i < 0 || i >= len(b.seqs) {
 		return fmt.Errorf("openai policy: no sequence %d", i)
 	}
@@ -379,11 +379,3 @@ func (b *batch) Append(i int, tokens []int32) error {
 
 // Close implements policy.Batch.
 func (b *batch) Close() error { return nil }
-
-func toInt32(ids []int) []int32 {
-	out := make([]int32, len(ids))
-	for i, id := range ids {
-		out[i] = int32(id)
-	}
-	return out
-}
