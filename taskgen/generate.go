@@ -78,6 +78,9 @@ type Options struct {
 	// is fixed by the question, not by the draw of other tasks. Goldens
 	// never follow a failed, empty or wrong result: SFT sees no recovery.
 	InspectShare *float64
+	// SystemPrompt is every task's system prompt ("": none, the chat
+	// template renders the sandbox's tools/list).
+	SystemPrompt string
 
 	traps *map[string]string // tests: receives each edge case's natural first query
 }
@@ -133,6 +136,9 @@ func Generate(ctx context.Context, fx *task.Fixture, opts Options) ([]task.Task,
 	tasks, err := g.run()
 	if err != nil {
 		return nil, err
+	}
+	for i := range tasks {
+		tasks[i].SystemPrompt = opts.SystemPrompt
 	}
 	if opts.traps != nil {
 		*opts.traps = g.traps

@@ -585,3 +585,16 @@ func TestGenerateInspectShare(t *testing.T) {
 		t.Error("share 1.5 accepted")
 	}
 }
+
+// TestGenerateSystemPrompt: Options.SystemPrompt is every task's; without
+// it no task has one.
+func TestGenerateSystemPrompt(t *testing.T) {
+	fx := loadFixture(t, "customers")
+	for _, sp := range []string{"", "You query the customers database."} {
+		for _, tk := range generate(t, fx, taskgen.Options{N: 10, Seed: 1, SystemPrompt: sp}) {
+			if tk.SystemPrompt != sp {
+				t.Fatalf("task %s: system prompt %q, want %q", tk.ID, tk.SystemPrompt, sp)
+			}
+		}
+	}
+}

@@ -77,11 +77,11 @@ Examples:
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&flags.config, "config", "", "train config (YAML) to read model, tasks, fixtures, dsn and generation settings from (optional)")
-	fl.StringVar(&flags.model, "model", "", "HF-format model directory with tokenizer files (the policy to evaluate)")
-	fl.StringVar(&flags.tasks, "tasks", "", "tasks JSONL file to evaluate on")
-	fl.StringVar(&flags.fixtures, "fixtures", "", "directory of fixtures, each named by a task's \"fixture\" (default: the config's, else examples/fixtures)")
+	fl.StringVar(&flags.in.Model, "model", "", "HF-format model directory with tokenizer files (the policy to evaluate)")
+	fl.StringVar(&flags.in.Tasks, "tasks", "", "tasks JSONL file to evaluate on")
+	fl.StringVar(&flags.in.Fixtures, "fixtures", "", "directory of fixtures, each named by a task's \"fixture\" (default: the config's, else examples/fixtures)")
 	fl.StringVar(&flags.outputDir, "output-dir", "", "save trajectories.jsonl, report.json and report.html here")
-	fl.StringVar(&flags.dsn, "dsn", "", "PostgreSQL DSN for the sandboxes' databases (default: embedded SQLite)")
+	fl.StringVar(&flags.in.DSN, "dsn", "", "PostgreSQL DSN for the sandboxes' databases (default: embedded SQLite)")
 	fl.IntVar(&ef.k, "k", 1, "pass@k's k; also the samples per task unless --samples is given")
 	fl.IntVar(&ef.samples, "samples", 0, "trajectories per task, n >= k (default: k)")
 	fl.BoolVar(&ef.json, "json", false, "print one JSON object instead of the table")
@@ -113,9 +113,9 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *servedF
 			seed = cfg.Seed
 		}
 	} else {
-		cfg.Model, cfg.Tasks, cfg.Fixtures, cfg.OutputDir, cfg.DSN = flags.model, flags.tasks, flags.fixtures, flags.outputDir, flags.dsn
-		if flags.model != "" && !ef.golden && !served.given() {
-			trainedDir = flags.model
+		cfg.Inputs, cfg.OutputDir = flags.in, flags.outputDir
+		if flags.in.Model != "" && !ef.golden && !served.given() {
+			trainedDir = flags.in.Model
 		}
 	}
 	from, err := ef.sf.resolve(base, trainedDir)
@@ -144,14 +144,14 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *servedF
 		return errors.New("--tasks is required")
 	}
 
-	if served.given() && (ef.golden || flags.model != "") {
+	if served.given() && (ef.golden || flags.in.Model != "") {
 		return errors.New("give one policy: --policy (a served model), --model or --golden")
 	}
 	in := cfg.Inputs
 	if in.Engine, err = engineOf(cmd, cfg.Engine); err != nil {
 		return err
 	}
-	ws, err := served.load(cmd, in, ef.golden && flags.model == "", flags.skipBadTasks)
+	ws, err := served.load(cmd, in, ef.golden && flags.in.Model == "", flags.skipBadTasks)
 	if err != nil {
 		return err
 	}

@@ -19,19 +19,8 @@ func newRootCmd() *cobra.Command {
 	}
 	root.SetVersionTemplate("mcprl {{.Version}}\n")
 	train, sft, modelCmd, tasks, eval, generate, chatCmd := newTrainCmd(), newSFTCmd(), newModelCmd(), newTasksCmd(), newEvalCmd(), newGenerateCmd(), newChatCmd()
-	root.AddCommand(newTokenizeCmd())
-	root.AddCommand(newTokenizerCmd())
-	root.AddCommand(newScoreCmd())
-	root.AddCommand(newSandboxCmd())
-	root.AddCommand(train)
-	root.AddCommand(sft)
-	root.AddCommand(modelCmd)
-	root.AddCommand(tasks)
-	root.AddCommand(eval)
-	root.AddCommand(generate)
-	root.AddCommand(chatCmd)
-	root.AddCommand(newEnvCmd())
-	root.AddCommand(newReportCmd())
+	root.AddCommand(newTokenizeCmd(), newTokenizerCmd(), newScoreCmd(), newSandboxCmd(), train, sft, modelCmd, tasks, eval, generate, chatCmd,
+		newEnvCmd(), newReportCmd())
 	// The commands that run a model take --engine (model info, forward, generate, init, merge, export and import
 	// through model; tasks distill with an in-process teacher).
 	distill, _, _ := tasks.Find([]string{"distill"})

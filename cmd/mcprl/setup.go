@@ -16,19 +16,20 @@ import (
 
 // runFlags are the shared command-line shapes of train, sft and eval.
 type runFlags struct {
-	config, model, tasks, fixtures, outputDir, dsn string
-	maxSteps                                       int
-	skipBadTasks, overwrite                        bool
+	in                      train.Inputs // --model, --tasks, --fixtures, --dsn
+	config, outputDir       string
+	maxSteps                int
+	skipBadTasks, overwrite bool
 }
 
 func (f *runFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.config, "config", "", "YAML config with TRL GRPOConfig/TrainingArguments names (required)")
-	fl.StringVar(&f.model, "model", "", "HF-format model directory with tokenizer files (overrides the config's model)")
-	fl.StringVar(&f.tasks, "tasks", "", "tasks JSONL file (overrides the config's tasks)")
-	fl.StringVar(&f.fixtures, "fixtures", "", "directory of fixtures, each named by a task's \"fixture\" (overrides the config's fixtures)")
+	fl.StringVar(&f.in.Model, "model", "", "HF-format model directory with tokenizer files (overrides the config's model)")
+	fl.StringVar(&f.in.Tasks, "tasks", "", "tasks JSONL file (overrides the config's tasks)")
+	fl.StringVar(&f.in.Fixtures, "fixtures", "", "directory of fixtures, each named by a task's \"fixture\" (overrides the config's fixtures)")
 	fl.StringVar(&f.outputDir, "output-dir", "", "where checkpoints, metrics.jsonl and final/ go (overrides output_dir)")
-	fl.StringVar(&f.dsn, "dsn", "", "PostgreSQL DSN for the sandboxes' databases (default: the config's dsn, else embedded SQLite)")
+	fl.StringVar(&f.in.DSN, "dsn", "", "PostgreSQL DSN for the sandboxes' databases (default: the config's dsn, else embedded SQLite)")
 	fl.IntVar(&f.maxSteps, "max-steps", 0, "optimizer steps to run (overrides max_steps when > 0)")
 	fl.BoolVar(&f.overwrite, "overwrite_output_dir", false, "start over in an output dir that holds an earlier run's checkpoints, final/ and metrics.jsonl (they are deleted); TRL's name")
 	fl.BoolVar(&f.skipBadTasks, "skip-bad-tasks", false, "skip bad lines of the tasks file (listed, counted and written to skipped_tasks.txt in the output dir) instead of failing")
@@ -63,16 +64,9 @@ func (f *runFlags) loadSFTConfig(warn io.Writer) (*sft.Config, error) {
 // override applies the flags given over a config's values and notes the
 // config's keys that change nothing.
 func (f *runFlags) override(args *train.Arguments, in *train.Inputs, ignored []string, warn io.Writer) {
-	for _, o := range []struct {
-		flag string
-		dst  *string
-	}{
-		{f.model, &in.Model}, {f.tasks, &in.Tasks}, {f.fixtures, &in.Fixtures},
-		{f.outputDir, &args.OutputDir}, {f.dsn, &in.DSN},
-	} {
-		if o.flag != "" {
-			*o.dst = o.flag
-		}
+	*in = in.Over(f.in)
+	if f.outputDir != "" {
+		args.OutputDir = f.outputDir
 	}
 	if f.maxSteps > 0 {
 		args.MaxSteps = f.maxSteps

@@ -60,12 +60,9 @@ Example:
 			if err != nil {
 				return err
 			}
-			tasks, err := taskgen.Generate(cmd.Context(), fx, taskgen.Options{N: n, Seed: seed, DSN: dsn, InspectShare: &inspectShare})
+			tasks, err := taskgen.Generate(cmd.Context(), fx, taskgen.Options{N: n, Seed: seed, DSN: dsn, InspectShare: &inspectShare, SystemPrompt: systemPrompt})
 			if err != nil {
 				return err
-			}
-			for i := range tasks {
-				tasks[i].SystemPrompt = systemPrompt
 			}
 			if err := task.WriteFile(out, tasks); err != nil {
 				return err
