@@ -150,10 +150,15 @@ type Config struct {
 	// RecoveryTriggers), fork its sandbox and sample RecoveryGenerations continuations from the same
 	// prefix; each continuation's own tokens get an advantage within its branch group, the prefix keeps
 	// the root's. At most RecoveryMaxBranchesPerStep roots a generation batch are branched.
+	// RecoveryForcedCallRatio is the share of each setback's continuations (rounded to a whole
+	// number) that are made to retry: their first turn starts with the tool-call opener, untrained,
+	// and the policy writes the call; the rest are sampled freely, so the branch group compares
+	// retrying with whatever else the policy does after the setback.
 	RecoveryBranching          bool     `yaml:"recovery_branching"`
 	RecoveryGenerations        int      `yaml:"recovery_generations"`
 	RecoveryMaxBranchesPerStep int      `yaml:"recovery_max_branches_per_step"`
 	RecoveryTriggers           []string `yaml:"recovery_triggers"`
+	RecoveryForcedCallRatio    float64  `yaml:"recovery_forced_call_ratio"`
 
 	// Ignored lists the TRL keys found in the file that change nothing in mcprl (logging destinations,
 	// PyTorch precision and memory switches), as "key (line N)"; the CLI should mention them.
@@ -406,6 +411,9 @@ func (c *Config) Validate() error {
 		}
 		if c.RecoveryMaxBranchesPerStep < 1 {
 			bad("recovery_max_branches_per_step", "recovery_max_branches_per_step must be >= 1, got %d", c.RecoveryMaxBranchesPerStep)
+		}
+		if !(c.RecoveryForcedCallRatio >= 0 && c.RecoveryForcedCallRatio <= 1) {
+			bad("recovery_forced_call_ratio", "recovery_forced_call_ratio must be in [0, 1], got %v", c.RecoveryForcedCallRatio)
 		}
 		if len(c.RecoveryTriggers) == 0 {
 			bad("recovery_triggers", "recovery_triggers must name at least one of %v", rollout.AllTriggers)

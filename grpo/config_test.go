@@ -168,6 +168,8 @@ func TestConfigValidation(t *testing.T) {
 		{"num_iterations: 0\nbeta: -1\n", "beta must be >= 0"},
 		{"use_peft: true\nlora_r: 4\nlora_dropout: 1.0\n", "v.yaml:3: lora: lora_dropout must be in [0, 1), got 1"},
 		{"lora_dropout: -0.05\nuse_peft: true\n", "v.yaml:1: lora: lora_dropout must be in [0, 1), got -0.05"},
+		{"recovery_branching: true\nrecovery_forced_call_ratio: 1.5\n", "v.yaml:2: recovery_forced_call_ratio must be in [0, 1], got 1.5"},
+		{"recovery_branching: true\nrecovery_forced_call_ratio: .nan\n", "recovery_forced_call_ratio must be in [0, 1], got NaN"},
 	}
 	for _, c := range cases {
 		_, err := Parse([]byte(c.yaml), "v.yaml")

@@ -65,7 +65,7 @@ func (t *Trainer) recover(ctx context.Context, groups [][]scored, round int64) (
 		results[i] = rt.it.res
 	}
 	n := cfg.RecoveryGenerations
-	branches, err := r.Branch(ctx, results, n)
+	branches, err := r.Branch(ctx, results, n, forcedContinuations(cfg.RecoveryForcedCallRatio, n))
 	if err != nil {
 		return nil, fmt.Errorf("grpo: recovery branching: %w", err)
 	}
@@ -101,6 +101,7 @@ func (t *Trainer) recover(ctx context.Context, groups [][]scored, round int64) (
 		root := rt.index
 		c := t.sample(it, rt.group, cfg.NumGenerations+i, rewards[i], adv[i])
 		c.BranchOf, c.BranchTurn, c.BranchTrigger = &root, rt.it.res.Setback.Turn+1, rt.it.res.Setback.Trigger
+		c.BranchForced = b.Forced
 		rec.samples = append(rec.samples, c)
 	}
 	rec.metrics["recovery/reward_mean"] = nanMean(rewards)
@@ -108,6 +109,12 @@ func (t *Trainer) recover(ctx context.Context, groups [][]scored, round int64) (
 		rec.metrics["recovery/success_rate"] = float64(successes) / float64(counted)
 	}
 	return rec, nil
+}
+
+// forcedContinuations is how many of a setback's n continuations start
+// with the tool-call opener: the share ratio of n, rounded to the nearest.
+func forcedContinuations(ratio float64, n int) int {
+	return int(math.Round(ratio * float64(n)))
 }
 
 // fullCredit reports whether every reward function gave its full credit

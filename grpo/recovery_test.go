@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/mcprl/mcprl/grpo"
@@ -69,6 +70,7 @@ func TestRecoveryBranchingTrains(t *testing.T) {
 	iters := 2
 	gc.MaxToolCallingIterations = &iters
 	gc.RecoveryBranching, gc.RecoveryGenerations, gc.RecoveryMaxBranchesPerStep = true, 3, 1
+	gc.RecoveryForcedCallRatio = 0.5 // round(1.5): 2 of the 3 continuations start with the tool-call opener
 	if err := gc.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -97,9 +99,10 @@ func TestRecoveryBranchingTrains(t *testing.T) {
 			t.Errorf("step %v: recovery/reward_mean = %v", row["step"], row["recovery/reward_mean"])
 		}
 	}
-	var roots, branches int
+	var roots, branches, forced int
 	for _, line := range readLines(t, filepath.Join(gc.OutputDir, "completions.jsonl")) {
 		var c struct {
+			BranchForced  bool              `json:"branch_forced"`
 			Index         int               `json:"index"`
 			BranchOf      *int              `json:"branch_of"`
 			BranchTurn    int               `json:"branch_turn"`
@@ -118,9 +121,15 @@ func TestRecoveryBranchingTrains(t *testing.T) {
 		if *c.BranchOf != 0 || c.Index < 2 || c.BranchTurn != 1 || c.BranchTrigger != "tool_error" || len(c.Turns) < 2 || c.Advantage == nil {
 			t.Errorf("branch %+v", c)
 		}
+		if c.BranchForced {
+			forced++
+			if len(c.Turns) > c.BranchTurn && !strings.Contains(string(c.Turns[c.BranchTurn]), "tool_call") {
+				t.Errorf("forced branch %d: its first own turn %s has no tool-call opener", c.Index, c.Turns[c.BranchTurn])
+			}
+		}
 	}
-	if roots != 4 || branches != 6 {
-		t.Errorf("completions.jsonl: %d roots, %d branches; want 2 steps x 2 and 2 steps x 3", roots, branches)
+	if roots != 4 || branches != 6 || forced != 4 {
+		t.Errorf("completions.jsonl: %d roots, %d branches, %d forced; want 2 steps x 2, 2 steps x 3, 2 steps x 2", roots, branches, forced)
 	}
 }
 

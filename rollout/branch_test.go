@@ -68,7 +68,7 @@ func TestBranchAtSetback(t *testing.T) {
 		"There are 30 orders.<|im_end|>",
 	}
 	r.Policy = &rollout.Script{Scripts: [][][]int32{script(t, branches...), script(t, "I could not tell.<|im_end|>")}}
-	got, err := r.Branch(context.Background(), roots, 2)
+	got, err := r.Branch(context.Background(), roots, 2, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,6 +106,62 @@ func TestBranchAtSetback(t *testing.T) {
 	for _, rt := range roots {
 		if err := rt.Setback.Close(); err != nil {
 			t.Error(err)
+		}
+	}
+}
+
+// A forced continuation starts its first turn with the tool-call opener,
+// which the policy did not sample: the opener's tokens are in the
+// trajectory and its text (the call parses and runs), but carry Mask 0; the
+// policy's own tokens after them carry 1. The others of the branch group
+// are sampled freely.
+func TestBranchForcedOpener(t *testing.T) {
+	f := newFactory(t, loadFixture(t, customersDir), sandbox.Options{})
+	triggers, err := rollout.NewTriggers(rollout.AllTriggers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := []string{call("query_database", `{"sql": "SELECT COUNT(*) FROM custmers"}`), "None.<|im_end|>"}
+	r := runner(t, &rollout.Script{Scripts: [][][]int32{script(t, root...)}}, rollout.Config{NumGenerations: 1, MaxCompletionLength: 2048, MaxToolCallingIterations: 3})
+	r.Branching = triggers
+	roots, err := r.Run(context.Background(), []rollout.Job{{Task: seedTask(), Factory: f}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer roots[0].Setback.Close()
+	body := strings.TrimPrefix(call("query_database", `{"sql": "SELECT COUNT(*) FROM customers"}`), rollout.ForcedOpener)
+	r.Policy = &rollout.Script{Scripts: [][][]int32{
+		script(t, body, "There are 36 customers.<|im_end|>"),
+		script(t, "I could not tell.<|im_end|>"),
+		script(t, "I could not tell.<|im_end|>"),
+	}}
+	got, err := r.Branch(context.Background(), roots, 3, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, _ := smallTokenizer(t)
+	opener := encode(tok, rollout.ForcedOpener)
+	forced := got[0]
+	own := forced.Tokens[forced.BranchAt:]
+	if !forced.Forced || !slices.Equal(own[:len(opener)], opener) {
+		t.Fatalf("continuation 0: forced %v, its own tokens start %v, want the opener %v", forced.Forced, own[:min(len(own), len(opener))], opener)
+	}
+	if m := forced.Mask[forced.BranchAt : forced.BranchAt+len(opener)]; slices.Contains(m, 1) {
+		t.Errorf("the opener's tokens are trained: mask %v", m)
+	}
+	if forced.Mask[forced.BranchAt+len(opener)] != 1 {
+		t.Errorf("the policy's first token after the opener is not trained")
+	}
+	turn := forced.Turns[1]
+	if !strings.HasPrefix(turn.Text, rollout.ForcedOpener) || len(turn.Calls) != 1 || turn.Calls[0].IsError || !strings.Contains(turn.Calls[0].Text, "36") {
+		t.Errorf("forced turn %q: calls %+v", turn.Text, turn.Calls)
+	}
+	if forced.Answer != "There are 36 customers." {
+		t.Errorf("forced continuation's answer %q", forced.Answer)
+	}
+	for k, b := range got[1:] {
+		if b.Forced || b.Answer != "I could not tell." || slices.Contains(b.Tokens[b.BranchAt:], opener[0]) {
+			t.Errorf("free continuation %d: forced %v, answer %q", k+1, b.Forced, b.Answer)
 		}
 	}
 }

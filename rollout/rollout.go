@@ -3,6 +3,7 @@ package rollout
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -58,6 +59,8 @@ type Result struct {
 	// trajectory's tokens are its root's prefix (the prompt, the turns up to
 	// the setback and its observation); 0 for a trajectory sampled whole.
 	BranchAt int
+	// Forced is set on a continuation Branch started with ForcedOpener.
+	Forced bool
 }
 
 // Job is one task and the sandbox factory of its fixture.
@@ -112,20 +115,28 @@ func (r *Runner) Run(ctx context.Context, jobs []Job) ([]*Result, error) {
 // as any other; Result.BranchAt says where its own tokens start. The
 // result holds the continuations of the k-th root with a setback at
 // [k*n, (k+1)*n). The setbacks stay open: their holder closes them.
-func (r *Runner) Branch(ctx context.Context, roots []*Result, n int) ([]*Result, error) {
+//
+// The first forced (at most n) continuations of each root begin their
+// first turn with the tool-call opener (ForcedOpener): a retry the policy
+// is made to try, whatever it would have chosen. The opener's tokens are
+// not the policy's samples: they carry Mask 0 (nothing trains them) and
+// Result.Forced is set; the call the policy writes after them is its own.
+// Forcing needs a policy that samples tokens (not a Conversational one).
+func (r *Runner) Branch(ctx context.Context, roots []*Result, n, forced int) ([]*Result, error) {
 	stops, err := r.stopIDs()
 	if err != nil {
 		return nil, err
 	}
 	opts := r.Config.Sample
 	opts.StopIDs = append(append([]int(nil), opts.StopIDs...), stops.all...)
+	opener := r.Tokenizer.Encode(ForcedOpener)
 	var states []*state
 	for _, root := range roots {
 		sb := root.Setback
 		if sb == nil {
 			continue
 		}
-		for range n {
+		for k := range n {
 			tr := root.Trajectory
 			res := &Result{Task: root.Task, BranchAt: sb.Len, Trajectory: &chat.Trajectory{
 				Tokens:      append([]int32(nil), tr.Tokens[:sb.Len]...),
@@ -134,10 +145,18 @@ func (r *Runner) Branch(ctx context.Context, roots []*Result, n int) ([]*Result,
 				PromptLen:   tr.PromptLen,
 				Turns:       cloneTurns(tr.Turns[:sb.Turn+1]),
 			}}
-			states = append(states, &state{
+			s := &state{
 				job: sb.job, messages: append([]chat.Message(nil), sb.messages...), tools: sb.tools, offered: sb.offered,
 				res: res, traj: res.Trajectory, rounds: sb.rounds, open: sb.sb.Fork,
-			})
+			}
+			if k < forced {
+				res.Forced = true
+				s.forced = opener
+				res.Tokens = append(res.Tokens, TrajectoryIDs(opener)...)
+				res.Mask = append(res.Mask, make([]uint8, len(opener))...)
+				res.OldLogProbs = append(res.OldLogProbs, make([]float32, len(opener))...)
+			}
+			states = append(states, s)
 		}
 	}
 	if len(states) == 0 {
@@ -145,6 +164,11 @@ func (r *Runner) Branch(ctx context.Context, roots []*Result, n int) ([]*Result,
 	}
 	return r.run(ctx, states, opts, stops)
 }
+
+// ForcedOpener is the text a forced continuation (Branch) starts its
+// first turn with: a tool call's opening tag and the newline the chat
+// templates write after it.
+const ForcedOpener = toolcall.OpenTag + "\n"
 
 // cloneTurns copies turns deeply enough that a continuation's changes
 // never reach its root.
@@ -232,6 +256,13 @@ func (r *Runner) run(ctx context.Context, states []*state, opts policy.SampleOpt
 	}
 	defer batch.Close()
 	conv, _ := batch.(policy.Conversational)
+	if conv != nil {
+		for _, s := range states {
+			if s.forced != nil {
+				return nil, errors.New("policy: a forced tool-call opener needs a policy that samples tokens, not a conversational one")
+			}
+		}
+	}
 
 	for {
 		if err := ctx.Err(); err != nil {
@@ -337,6 +368,7 @@ type state struct {
 	traj     *chat.Trajectory // res.Trajectory
 	rounds   int
 	done     bool
+	forced   []int // ForcedOpener's ids, which Branch put before the first turn's samples; nil once that turn ends
 }
 
 func (s *state) completionLen() int { return len(s.traj.Tokens) - s.traj.PromptLen }
@@ -442,6 +474,10 @@ func (r *Runner) turn(ctx context.Context, s *state, sample policy.Sample, stops
 	}
 	if sample.Stopped && stops.endTurn[last] {
 		ids = ids[:len(ids)-1]
+	}
+	if s.forced != nil { // the opener Branch put before this turn's samples
+		ids = append(append([]int(nil), s.forced...), ids...)
+		s.forced = nil
 	}
 	text := r.Tokenizer.Decode(ids)
 	turn := chat.Turn{Text: text}
