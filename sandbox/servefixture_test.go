@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"net/http"
@@ -18,20 +17,23 @@ import (
 func TestServeFixture(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	pr, pw := io.Pipe()
+	var log syncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- ServeFixture(ctx, ServeConfig{Fixture: customersDir, HTTP: "127.0.0.1:0", Token: "secret", Log: pw})
-		pw.Close()
+		done <- ServeFixture(ctx, ServeConfig{Fixture: customersDir, HTTP: "127.0.0.1:0", Token: "secret", Log: &log})
 	}()
-	lines := bufio.NewScanner(pr)
-	if !lines.Scan() {
-		t.Fatalf("no start line: %v", <-done)
-	}
-	go io.Copy(io.Discard, pr)
-	m := regexp.MustCompile(`^mcprl: serving fixture customers \(MCP streamable HTTP\) at (http://[^/]+)/$`).FindStringSubmatch(lines.Text())
-	if m == nil {
-		t.Fatalf("start line %q", lines.Text())
+	start := regexp.MustCompile(`(?m)^mcprl: serving fixture customers \(MCP streamable HTTP\) at (http://[^/]+)/$`)
+	var m []string
+	for deadline := time.Now().Add(30 * time.Second); m == nil; time.Sleep(10 * time.Millisecond) {
+		select {
+		case err := <-done:
+			t.Fatalf("ServeFixture returned %v; log:\n%s", err, log.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no start line; log:\n%s", log.String())
+		}
+		m = start.FindStringSubmatch(log.String())
 	}
 	resp, err := http.Post(m[1]+"/", "application/json", nil)
 	if err != nil {

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// maxCommandLines bounds the non-test lines of this package: the command is
+// flags, reading and writing files, and printing; what a command does lives
+// in the package that owns the concept. Issue 32 asks for 1,200 at most;
+// this is the bound reached so far (train's and sft's trainer wiring, whose
+// homes are grpo and sft, model init's tiny config, and the GGUF and
+// tokenizer commands remain), and it only goes down.
+const maxCommandLines = 2019
+
+// TestCommandStaysThin: cmd/mcprl's non-test Go files hold at most
+// maxCommandLines lines, so that domain logic moved out of it stays out.
+func TestCommandStaysThin(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	total, counts := 0, map[string]int{}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts[f] = bytes.Count(b, []byte("\n"))
+		total += counts[f]
+	}
+	if len(counts) < 10 {
+		t.Fatalf("found %d Go files: %v", len(counts), files)
+	}
+	if total > maxCommandLines {
+		t.Errorf("cmd/mcprl has %d non-test lines, more than %d: move what a command does (not its flags, files and printing) to the package that owns it; by file: %v",
+			total, maxCommandLines, counts)
+	}
+}
