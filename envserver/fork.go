@@ -58,7 +58,9 @@ func (sess *session) fork() (ForkResult, *protoError) {
 		s.stats.rejected.Add(1)
 		return ForkResult{}, &protoError{Code: CodeCapacityReached, Message: fmt.Sprintf("session capacity reached: a fork of an episode holds a session slot, and all %d are taken", s.opts.MaxSessions)}
 	}
-	sb, err := sess.sb.Fork(sess.ctx)
+	// A snapshot, not a fork: on PostgreSQL it holds no connection or slot
+	// schema while it waits (each reset from it makes a fork of its own).
+	sb, err := sess.sb.Snapshot(sess.ctx)
 	if err != nil {
 		<-s.slots
 		return ForkResult{}, execution("fork episode %s: %v", sess.episodeID, err)

@@ -17,10 +17,12 @@ import (
 
 // BenchmarkForkEpisode measures {"type": "fork"} of an episode after three
 // writes, from the client's send to the answer, on SQLite and PostgreSQL
-// (goals: under 1 ms and 20 ms). Each fork holds a slot until the server
-// closes, and on PostgreSQL a connection and a slot schema of its own: so
-// every fork here builds a new slot (the cost when forks pile up), and the
-// run must stay under the server's max_connections.
+// (goals: under 1 ms and 20 ms), the forks piling up: each holds a session
+// slot until the server closes. On PostgreSQL a fork is parked
+// (sqldb.DB.Snapshot: no connection or slot schema while it waits), and
+// the cost moves to a reset from it, which takes a slot and replays the
+// writes: reset-p50-us times a reset from each fork and its first query
+// on one connection (each reset frees the previous episode's slot).
 //
 //	go test ./envserver -run '^$' -bench ForkEpisode -benchtime 40x
 func BenchmarkForkEpisode(b *testing.B) {
@@ -42,18 +44,34 @@ func BenchmarkForkEpisode(b *testing.B) {
 				c.observation("step", call(sql))
 			}
 			lat := make([]time.Duration, 0, b.N)
+			ids := make([]string, 0, b.N)
 			b.ResetTimer()
 			for range b.N {
 				t0 := time.Now()
-				if r := c.send("fork", nil); r.Type != "fork" {
+				r := c.send("fork", nil)
+				if r.Type != "fork" {
 					b.Fatalf("fork: %s %s", r.Type, r.Data)
 				}
 				lat = append(lat, time.Since(t0))
+				var fr envserver.ForkResult
+				json.Unmarshal(r.Data, &fr)
+				ids = append(ids, fr.ForkID)
 			}
 			b.StopTimer()
 			slices.Sort(lat)
 			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-us")
 			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-us")
+			k := dial(b, hs)
+			defer k.close()
+			reset := make([]time.Duration, 0, b.N)
+			for _, id := range ids {
+				t0 := time.Now()
+				k.observation("reset", map[string]any{"fork_id": id})
+				k.observation("step", call("SELECT COUNT(*) FROM orders"))
+				reset = append(reset, time.Since(t0))
+			}
+			slices.Sort(reset)
+			b.ReportMetric(float64(reset[len(reset)/2].Microseconds()), "reset-p50-us")
 			if st := srv.Stats(); st.OpenEpisodeForks != int64(b.N) {
 				b.Fatalf("stats %+v after %d forks", st, b.N)
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcprl/mcprl/envserver"
+	"github.com/mcprl/mcprl/internal/pgtest"
 )
 
 // forkOf sends {"type": "fork"} and decodes the answer.
@@ -32,9 +33,15 @@ func count(t *testing.T, c *client, sql string) string {
 // A fork of an episode is a snapshot: a reset from it on another
 // connection starts there (the same task, state and calls), in a fork of
 // its own, and the writes of parent, children and grandchildren never
-// reach each other. The fork is reusable and scored like any episode.
+// reach each other. The fork is reusable and scored like any episode. On
+// both backends (PostgreSQL's snapshot is parked: sqldb's TestSnapshot).
 func TestForkEpisode(t *testing.T) {
-	srv, hs := newServer(t, envserver.Options{Rewards: "assertions"})
+	t.Run("sqlite", func(t *testing.T) { testForkEpisode(t, "") })
+	t.Run("postgres", func(t *testing.T) { testForkEpisode(t, pgtest.DSN(t)) })
+}
+
+func testForkEpisode(t *testing.T, dsn string) {
+	srv, hs := newServer(t, envserver.Options{Rewards: "assertions", DSN: dsn})
 	parent := dial(t, hs)
 	defer parent.close()
 	parent.observation("reset", map[string]any{"task_id": "customers-inactive-variants-002"})

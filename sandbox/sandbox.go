@@ -240,11 +240,21 @@ func (f *Factory) Fork(ctx context.Context) (*Sandbox, error) {
 // trajectory can branch at a turn. The two are isolated both ways. The
 // workspace is read-only to the tools and shared; external servers are the
 // factory's, shared as by every fork.
-func (s *Sandbox) Fork(ctx context.Context) (*Sandbox, error) {
+func (s *Sandbox) Fork(ctx context.Context) (*Sandbox, error) { return s.branch(ctx, s.db.Fork) }
+
+// Snapshot returns a new sandbox in this one's state as it is now, as Fork
+// does, for a state kept to be forked later (a branching point): its
+// database is a sqldb.DB.Snapshot, which on PostgreSQL takes no connection
+// or slot schema until it is used.
+func (s *Sandbox) Snapshot(ctx context.Context) (*Sandbox, error) {
+	return s.branch(ctx, s.db.Snapshot)
+}
+
+func (s *Sandbox) branch(ctx context.Context, fork func(context.Context) (*sqldb.DB, error)) (*Sandbox, error) {
 	if s.closed.Load() {
 		return nil, errors.New("sandbox: fork of a closed sandbox")
 	}
-	db, err := s.db.Fork(ctx)
+	db, err := fork(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: forking database: %w", err)
 	}

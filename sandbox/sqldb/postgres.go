@@ -766,7 +766,16 @@ func (f *pgFork) snapshot(ctx context.Context, writes []string, lim limits) (for
 	if f.broken != nil {
 		return nil, fmt.Errorf("sqldb: postgres: fork unusable: %w", f.broken)
 	}
-	child, err := f.t.fork(ctx)
+	return f.t.replay(ctx, writes, lim)
+}
+
+func (f *pgFork) park(writes []string, lim limits) forkConn {
+	return &pgParked{t: f.t, writes: writes, lim: lim}
+}
+
+// replay makes a fork of the fixture and runs writes in it, in order.
+func (t *pgTemplate) replay(ctx context.Context, writes []string, lim limits) (forkConn, error) {
+	child, err := t.fork(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -777,6 +786,87 @@ func (f *pgFork) snapshot(ctx context.Context, writes []string, lim limits) (for
 		}
 	}
 	return child, nil
+}
+
+// pgParked is a snapshot kept as the statements that made its state
+// (DB.Snapshot): no connection and no slot until its first call, which
+// replays them in a fork of its own; a snapshot of it before then is
+// parked too, a fork of it is made at once. Its DB serializes the calls.
+type pgParked struct {
+	t      *pgTemplate
+	writes []string
+	lim    limits
+	f      forkConn // the fork, once made
+}
+
+// made returns the fork, making it on the first call; an error leaves the
+// snapshot parked, for the next call to try again.
+func (p *pgParked) made(ctx context.Context) (forkConn, error) {
+	if p.f == nil {
+		f, err := p.t.replay(ctx, p.writes, p.lim)
+		if err != nil {
+			return nil, err
+		}
+		p.f = f
+	}
+	return p.f, nil
+}
+
+func (p *pgParked) query(ctx context.Context, src string, lim limits) (*Result, error) {
+	f, err := p.made(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return f.query(ctx, src, lim)
+}
+
+func (p *pgParked) oracle(ctx context.Context, src string, lim limits) (*Result, error) {
+	f, err := p.made(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return f.oracle(ctx, src, lim)
+}
+
+func (p *pgParked) tables(ctx context.Context) ([]Table, error) {
+	f, err := p.made(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return f.tables(ctx)
+}
+
+func (p *pgParked) variant(ctx context.Context, i int, tables []Table, oracle string, queries []string, lim limits) ([]*Result, error) {
+	f, err := p.made(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return f.variant(ctx, i, tables, oracle, queries, lim)
+}
+
+func (p *pgParked) snapshot(ctx context.Context, writes []string, lim limits) (forkConn, error) {
+	if p.f != nil {
+		return p.f.snapshot(ctx, writes, lim)
+	}
+	return p.t.replay(ctx, writes, lim)
+}
+
+func (p *pgParked) park(writes []string, lim limits) forkConn {
+	return &pgParked{t: p.t, writes: writes, lim: lim}
+}
+
+func (p *pgParked) lost() error {
+	if p.f == nil {
+		return nil
+	}
+	return p.f.lost()
+}
+
+func (p *pgParked) close() error {
+	if p.f == nil {
+		return nil
+	}
+	return p.f.close()
 }
 
 func (f *pgFork) lost() error { return f.broken }

@@ -319,7 +319,24 @@ func (d *DB) Query(ctx context.Context, sql string) (*Result, error) {
 // start from this one's. SQLite copies the database (its serialized image);
 // PostgreSQL starts a fresh copy of the fixture and runs this fork's
 // writing statements again.
-func (d *DB) Fork(ctx context.Context) (*DB, error) {
+func (d *DB) Fork(ctx context.Context) (*DB, error) { return d.branch(ctx, false) }
+
+// Snapshot returns a new fork holding this fork's state as it is now, as
+// Fork does, for a state kept to be forked later (a branching point that
+// may wait long, or never be used). On PostgreSQL it holds no connection
+// and no slot schema until its first call, which takes them and runs the
+// writing statements again (what Fork does at once); a Fork of it does the
+// same at once. So snapshots that pile up take no slots: only forks in use
+// do. SQLite copies the database at once, as Fork.
+func (d *DB) Snapshot(ctx context.Context) (*DB, error) { return d.branch(ctx, true) }
+
+// parker is a fork whose state can be kept as its writing statements alone
+// (PostgreSQL), to be run again when first used.
+type parker interface {
+	park(writes []string, lim limits) forkConn
+}
+
+func (d *DB) branch(ctx context.Context, lazy bool) (*DB, error) {
 	d.mu.Lock()
 	if err := d.ready(ctx); err != nil {
 		d.mu.Unlock()
@@ -330,7 +347,13 @@ func (d *DB) Fork(ctx context.Context) (*DB, error) {
 		return nil, fmt.Errorf("sqldb: fork of a fork: the parent's state was lost (%v)", d.lostWhy)
 	}
 	writes := append([]string(nil), d.writes...)
-	fc, err := d.fc.snapshot(ctx, writes, d.lim)
+	var fc forkConn
+	var err error
+	if p, ok := d.fc.(parker); ok && lazy {
+		fc = p.park(writes, d.lim)
+	} else {
+		fc, err = d.fc.snapshot(ctx, writes, d.lim)
+	}
 	d.mu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("sqldb: fork of a fork: %w", err)
