@@ -63,28 +63,10 @@ if [ -f testdata/npm/llamacpp/package.json ]; then
 fi
 
 # Python test environment: one venv per machine and lock file, shared by every clone and worktree (torch alone
-# is gigabytes: install it once per machine, never per test run). Built in place and marked complete at the
-# end; a half-built one (killed mid-install) is removed and rebuilt. flock serialises concurrent setups.
-lock=python/requirements.lock
-hash=$( (cat "$lock"; python3 -c 'import sys; print(sys.version)') | sha256sum | cut -c1-16)
+# is gigabytes: install it once per machine, never per test run), linked at .venv (scripts/pinned-venv.sh).
+bash scripts/pinned-venv.sh python/requirements.lock venv .venv
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/mcprl"
-venv="$cache/venv-$hash"
-mkdir -p "$cache"
-(
-  flock 9
-  if [ ! -e "$venv/.complete" ]; then
-    rm -rf "$venv"
-    echo "creating the Python test environment in $venv (once per machine; a few minutes)"
-    start=$(date +%s)
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --disable-pip-version-check -r "$lock"
-    "$venv/bin/pip" check
-    date -u +%FT%TZ > "$venv/.complete"
-    echo "Python test environment ready in $(( $(date +%s) - start )) s"
-  fi
-) 9>"$venv.lock"
-if [ -d .venv ] && [ ! -L .venv ]; then rm -rf .venv; fi
-ln -sfn "$venv" .venv
+venv=$(readlink .venv)
 
 # verl 0.9.1's own environment (python/verl-requirements.lock, linked at .verl-venv) for python/tests/test_env_verl.py:
 # verl pins transformers<5.11, the environment above 5.23. 5.6 GiB, about 2 to 3 min cold, once per machine.
