@@ -241,7 +241,7 @@ func (t *Trainer) runner(round int64) (*rollout.Runner, error) {
 		iters = *cfg.MaxToolCallingIterations
 	}
 	r := &rollout.Runner{
-		Policy:    &model.Policy{M: t.Model, CompletionSlots: model.CompletionSlots(cfg.MaxCompletionLength, iters)},
+		Policy:    &model.Policy{M: t.SamplingModel(), CompletionSlots: model.CompletionSlots(cfg.MaxCompletionLength, iters)},
 		Tokenizer: t.Tokenizer,
 		Template:  t.Template,
 		Config: rollout.Config{

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gomlx/gomlx/backends"
 	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/mcprl/mcprl/chat"
@@ -45,6 +46,17 @@ type Trainer struct {
 	// OnGeneration, when set, sees every generation batch with its rewards
 	// (for inspection and tests).
 	OnGeneration func(step int, trajs []*chat.Trajectory, rewards []float64)
+	// SamplingBackend, when set and not Model's own backend, is where the
+	// rollouts sample (the config's sampling_engine): Train puts a copy of
+	// Model's weights there (model.Replica) and refreshes it from the trained
+	// weights before each generation batch that follows an optimizer step.
+	// nil samples on Model.
+	SamplingBackend backends.Backend
+
+	sampler    *model.Replica
+	samplerAt  int           // the optimizer step the sampler's weights are from
+	refreshes  int           // refreshes of the sampler
+	refreshDur time.Duration // and their time
 
 	accumulate, apply, logProbs, refLogProbs *mlctx.Exec
 	vars                                     []*mlctx.Variable
@@ -80,6 +92,12 @@ func (t *Trainer) Train(ctx context.Context, resume bool) error {
 	if err := t.compile(); err != nil {
 		return err
 	}
+	if t.SamplingBackend != nil && t.SamplingBackend != t.Model.Backend {
+		if t.sampler, err = model.NewReplica(t.Model, t.SamplingBackend); err != nil {
+			return fmt.Errorf("grpo: sampling copy: %w", err)
+		}
+		t.samplerAt = st.GlobalStep
+	}
 	loop := &train.Loop{
 		Args: &cfg.Arguments, Model: t.Model, TokenizerDir: t.TokenizerDir,
 		TotalSteps: total, StepsPerEpoch: perEpoch,
@@ -90,6 +108,9 @@ func (t *Trainer) Train(ctx context.Context, resume bool) error {
 	step := func(ctx context.Context, st *train.State, lr float64, w *train.LogWindow) (train.StepResult, error) {
 		offset := st.GlobalStep % cycleSteps
 		if gen == nil || offset == 0 {
+			if err := t.refreshSampler(st.GlobalStep); err != nil {
+				return train.StepResult{}, err
+			}
 			var err error
 			if gen, err = t.generate(ctx, st); err != nil {
 				return train.StepResult{}, err
@@ -113,8 +134,39 @@ func (t *Trainer) Train(ctx context.Context, resume bool) error {
 		return fmt.Errorf("grpo: %w", err)
 	}
 	if t.Progress != nil {
-		fmt.Fprintln(t.Progress, summary(st, firstStep, time.Since(start), filepath.Join(cfg.OutputDir, "final")))
+		line := summary(st, firstStep, time.Since(start), filepath.Join(cfg.OutputDir, "final"))
+		if t.refreshes > 0 {
+			n, bytes := t.sampler.Synced()
+			line += fmt.Sprintf("; sampling copy refreshed %d times (%d tensors, %.1f MiB), %.1f ms each",
+				t.refreshes, n, float64(bytes)/(1<<20), float64(t.refreshDur.Microseconds())/1e3/float64(t.refreshes))
+		}
+		fmt.Fprintln(t.Progress, line)
 	}
+	return nil
+}
+
+// SamplingModel is the model the rollouts sample from: the copy on
+// SamplingBackend while Train runs with one, else Model.
+func (t *Trainer) SamplingModel() *model.Model {
+	if t.sampler != nil {
+		return t.sampler.Model
+	}
+	return t.Model
+}
+
+// refreshSampler brings the sampling copy, if there is one, to the weights
+// of optimizer step `step` (TRL's weight sync to vLLM before generating).
+func (t *Trainer) refreshSampler(step int) error {
+	if t.sampler == nil || t.samplerAt == step {
+		return nil
+	}
+	start := time.Now()
+	if err := t.sampler.Refresh(); err != nil {
+		return fmt.Errorf("grpo: %w", err)
+	}
+	t.refreshes++
+	t.refreshDur += time.Since(start)
+	t.samplerAt = step
 	return nil
 }
 

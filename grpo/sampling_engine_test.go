@@ -1,0 +1,134 @@
+package grpo_test
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mcprl/mcprl/chat"
+	"github.com/mcprl/mcprl/grpo"
+	"github.com/mcprl/mcprl/internal/enginetest"
+	"github.com/mcprl/mcprl/model"
+	"github.com/mcprl/mcprl/reward"
+	"github.com/mcprl/mcprl/tokenizer"
+)
+
+// The sampling_engine key: unset by default, an engine setting read, anything else an error naming the key.
+func TestConfigSamplingEngine(t *testing.T) {
+	for yaml, want := range map[string]model.Engine{"seed: 1\n": "", "sampling_engine: simplego\n": model.EngineSimpleGo, "sampling_engine: xla:cuda\n": "xla:cuda"} {
+		cfg, err := grpo.Parse([]byte(yaml), "c.yaml")
+		if err != nil || cfg.SamplingEngine != want {
+			t.Errorf("%q: sampling_engine %q, %v; want %q", yaml, cfg.SamplingEngine, err, want)
+		}
+	}
+	_, err := grpo.Parse([]byte("seed: 1\nsampling_engine: vllm\n"), "c.yaml")
+	if err == nil || !strings.Contains(err.Error(), `c.yaml:2: sampling_engine "vllm": want one of`) {
+		t.Errorf("sampling_engine: vllm: %v", err)
+	}
+}
+
+// greedy decodes prompts greedily on m.
+func greedy(t *testing.T, m *model.Model, prompts [][]int) [][]int {
+	t.Helper()
+	out, err := m.Generate(context.Background(), prompts, model.SampleOptions{MaxNewTokens: 16}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks := make([][]int, len(out))
+	for i, c := range out {
+		toks[i] = c.Tokens
+	}
+	return toks
+}
+
+// TestSamplingEngine: GRPO trains on one engine and samples on a copy of the weights on another
+// (Trainer.SamplingBackend, the config's sampling_engine), for each pair of engines (simplego on two backends
+// where XLA is absent). At every generation batch the copy decodes greedily what the trained model does, and
+// the trained model's greedy tokens move away from the first batch's: the copy followed the optimizer steps.
+func TestSamplingEngine(t *testing.T) {
+	const dir = "../examples/customers/base"
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl, err := tok.Template()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, factories := trainerFixture(t)
+	engines := enginetest.Engines()
+	for _, trainOn := range engines {
+		for _, sampleOn := range engines {
+			if trainOn == sampleOn && len(engines) > 1 {
+				continue
+			}
+			t.Run(trainOn+"_samples_on_"+sampleOn, func(t *testing.T) {
+				open := func(e string) *model.EngineBackend {
+					eb, err := model.OpenEngine(model.Engine(e))
+					if err != nil {
+						enginetest.Unavailable(t, e, err)
+					}
+					t.Cleanup(eb.Backend.Finalize)
+					return eb
+				}
+				trainer, sampler := open(trainOn), open(sampleOn)
+				m, err := model.Load(trainer.Backend, dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg := grpo.Default()
+				cfg.OutputDir, cfg.MaxSteps, cfg.SaveSteps, cfg.LoggingSteps = t.TempDir(), 3, 10, 1
+				cfg.PerDeviceTrainBatchSize, cfg.GradientAccumulationSteps, cfg.NumGenerations = 4, 1, 2
+				cfg.MaxPromptLength, cfg.MaxCompletionLength = 512, 24
+				cfg.LearningRate, cfg.LRSchedulerType, cfg.Seed = 5e-2, "constant", 3
+				cfg.PeftArguments.UsePeft, cfg.LoraR, cfg.LoraAlpha = true, 4, 8
+				cfg.LoraTargetModules, cfg.TrainableTokens = []string{"q_proj", "v_proj", "down_proj"}, []int{tok.EOS()}
+				if err := cfg.PeftArguments.Attach(m, dir, cfg.Seed, nil); err != nil {
+					t.Fatal(err)
+				}
+				var progress bytes.Buffer
+				var prompts, first [][]int
+				moved := false
+				var tr *grpo.Trainer
+				tr = &grpo.Trainer{Config: &cfg, Model: m, Tokenizer: tok, Template: tpl, TokenizerDir: dir,
+					Tasks: tasks, Sandboxes: factories, Rewards: []reward.Func{lengthReward{}}, Weights: []float64{1},
+					SamplingBackend: sampler.Backend, Progress: &progress,
+					OnGeneration: func(step int, trajs []*chat.Trajectory, _ []float64) {
+						s := tr.SamplingModel()
+						if s == m || s.Backend != sampler.Backend {
+							t.Fatalf("step %d: the rollouts sample on the training model", step)
+						}
+						if prompts == nil {
+							for _, tj := range trajs[:2] {
+								p := make([]int, tj.PromptLen)
+								for i, id := range tj.Tokens[:tj.PromptLen] {
+									p[i] = int(id)
+								}
+								prompts = append(prompts, p)
+							}
+						}
+						want := greedy(t, m, prompts)
+						if got := greedy(t, s, prompts); !slices.EqualFunc(got, want, slices.Equal) {
+							t.Errorf("step %d: the sampling copy decodes %v, the trained model %v", step, got, want)
+						}
+						if first == nil {
+							first = want
+						} else if !slices.EqualFunc(want, first, slices.Equal) {
+							moved = true
+						}
+					}}
+				if err := tr.Train(context.Background(), false); err != nil {
+					t.Fatal(err)
+				}
+				if !moved {
+					t.Errorf("the trained model decodes %v at every step: the comparison proves nothing", first)
+				}
+				if !strings.Contains(progress.String(), "sampling copy refreshed 2 times") {
+					t.Errorf("summary: %s", progress.String())
+				}
+			})
+		}
+	}
+}
