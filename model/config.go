@@ -259,6 +259,28 @@ func (c *Config) JSON() ([]byte, error) {
 // EOSIDs returns the end-of-sequence ids of the config.
 func (c *Config) EOSIDs() []int { return slices.Clone(c.EOSTokenID) }
 
+// Vocabulary is what TinyConfigFor reads of a tokenizer (*tokenizer.Tokenizer has it).
+type Vocabulary interface {
+	VocabSize() int
+	EOS() int
+	TokenID(token string) (int, bool)
+}
+
+// TinyConfigFor is TinyConfig sized to a chat tokenizer: its vocabulary size, no BOS, <|im_end|> as EOS (the
+// tokenizer's EOS when it has no such token) and <|endoftext|> as padding when it has one. It is the model
+// `mcprl model init --tokenizer DIR` creates.
+func TinyConfigFor(v Vocabulary) *Config {
+	eos, ok := v.TokenID("<|im_end|>")
+	if !ok {
+		eos = v.EOS()
+	}
+	c := TinyConfig(v.VocabSize(), -1, eos)
+	if pad, ok := v.TokenID("<|endoftext|>"); ok {
+		c.PadTokenID = &pad
+	}
+	return c
+}
+
 // TinyConfig is the embedded default policy: a Qwen2 of a few million parameters over a reduced
 // vocabulary of vocabSize tokens (the reduced tokenizer's size), with tied embeddings.
 // bos and eos are the reduced tokenizer's ids (pass -1 to leave them unset).

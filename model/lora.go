@@ -28,6 +28,7 @@ package model
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -353,6 +354,22 @@ func (m *Model) LoadAdapter(dir string) error {
 	}
 	m.attachLoRA(cfg)
 	return nil
+}
+
+// MergeAdapter is Merge after loading the peft adapter directory adapterDir ("": merge the adapter the model
+// already has, such as the adapter/ that training writes beside final/). It returns the merged adapter's
+// configuration (rank, alpha, target modules, trainable token rows), and an error when there is none.
+func (m *Model) MergeAdapter(adapterDir string) (*LoRAConfig, error) {
+	if adapterDir != "" {
+		if err := m.LoadAdapter(adapterDir); err != nil {
+			return nil, err
+		}
+	}
+	lc := m.lora
+	if lc == nil {
+		return nil, errors.New("merge: the model has no LoRA adapter (load one, or give the adapter directory)")
+	}
+	return lc, m.Merge()
 }
 
 // Merge folds the adapter into the base weights (W += B A * alpha / r, in float64 then rounded), removes it and

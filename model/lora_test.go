@@ -244,3 +244,32 @@ func TestLoRARejects(t *testing.T) {
 		t.Errorf("DoRA adapter: %v", err)
 	}
 }
+
+// TestMergeAdapter: MergeAdapter(dir) gives the logits of LoadAdapter(dir) then Merge, returns the adapter's
+// configuration, and refuses a model without an adapter (none attached, no directory given).
+func TestMergeAdapter(t *testing.T) {
+	toks, mask := tinyBatch(t)
+	adapter := filepath.Join("testdata", "lora-llama")
+	want := importTiny(t, "llama")
+	if err := want.LoadAdapter(adapter); err != nil {
+		t.Fatal(err)
+	}
+	if err := want.Merge(); err != nil {
+		t.Fatal(err)
+	}
+	m := importTiny(t, "llama")
+	lc, err := m.MergeAdapter(adapter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lc == nil || lc.R < 1 || len(lc.TargetModules) == 0 || m.LoRA() != nil {
+		t.Errorf("MergeAdapter returned %+v, adapter still attached: %v", lc, m.LoRA() != nil)
+	}
+	got := run(t, m, m.Logits, tensors.FromValue(toks), tensors.FromValue(mask))
+	if w := run(t, want, want.Logits, tensors.FromValue(toks), tensors.FromValue(mask)); !slices.Equal(got, w) {
+		t.Error("MergeAdapter's logits differ from LoadAdapter + Merge's")
+	}
+	if _, err := m.MergeAdapter(""); err == nil || !strings.Contains(err.Error(), "no LoRA adapter") {
+		t.Errorf("MergeAdapter without an adapter: %v, want an error saying there is none", err)
+	}
+}

@@ -50,14 +50,7 @@ Examples:
 				if err != nil {
 					return err
 				}
-				eos, ok := tok.TokenID("<|im_end|>")
-				if !ok {
-					eos = tok.EOS()
-				}
-				cfg = model.TinyConfig(tok.VocabSize(), -1, eos)
-				if pad, ok := tok.TokenID("<|endoftext|>"); ok {
-					cfg.PadTokenID = &pad
-				}
+				cfg = model.TinyConfigFor(tok)
 			default:
 				return fmt.Errorf("give --config FILE or --tokenizer DIR (for the tiny default sized to it)")
 			}

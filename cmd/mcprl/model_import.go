@@ -115,17 +115,9 @@ adapter's trainable_token_indices into the embedding, and saves the result with 
 			if err != nil {
 				return err
 			}
-			if adapter != "" {
-				if err := m.LoadAdapter(adapter); err != nil {
-					return err
-				}
-			}
-			lc := m.LoRA()
-			if lc == nil {
-				return fmt.Errorf("%s has no LoRA adapter (give --adapter DIR)", modelDir)
-			}
-			if err := m.Merge(); err != nil {
-				return err
+			lc, err := m.MergeAdapter(adapter)
+			if err != nil {
+				return fmt.Errorf("%s: %w", modelDir, err)
 			}
 			if err := m.Save(out, model.SaveOptions{DType: dtype, TokenizerDir: modelDir}); err != nil {
 				return err
