@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcprl/mcprl/sft"
-	"github.com/mcprl/mcprl/task"
 	"github.com/mcprl/mcprl/train"
 )
 
@@ -46,29 +45,14 @@ metrics.jsonl and final/ to output_dir in the same format as train.`,
 				return err
 			}
 			defer ws.Close()
-			if err := cfg.PeftArguments.Attach(ws.Model, ws.ModelDir, cfg.Seed, stderr); err != nil {
-				return fmt.Errorf("%s: %w", flags.config, err)
-			}
-			if err := ws.WriteSkipped(cfg.OutputDir); err != nil {
-				return err
-			}
-			jobs, skipped := sft.Demonstrated(ws.Jobs())
-			if skipped > 0 {
-				fmt.Fprintf(stderr, "sft: skipped %d of %d tasks without a golden trajectory (%s)\n", skipped, len(ws.Tasks), cfg.Tasks)
-			}
-			if len(jobs) == 0 {
-				return fmt.Errorf("sft: none of the %d tasks in %s has a golden trajectory", len(ws.Tasks), cfg.Tasks)
-			}
-			examples, err := sft.Examples(ctx, ws.Tokenizer, ws.Template, jobs, cfg.MaxPromptLength, cfg.MaxCompletionLength)
+			t, err := sft.NewTrainer(ctx, cfg, flags.config, ws, stderr)
 			if err != nil {
 				return err
 			}
-			t := &sft.Trainer{Config: cfg, Model: ws.Model, TokenizerDir: ws.ModelDir, Examples: examples, Progress: stderr,
-				SystemPrompt: task.SharedSystemPrompt(ws.Tasks)}
 			if err := t.Train(ctx); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "fine-tuned on %d golden trajectories: model in %s/final\n", len(examples), cfg.OutputDir)
+			fmt.Fprintf(cmd.OutOrStdout(), "fine-tuned on %d golden trajectories: model in %s/final\n", len(t.Examples), cfg.OutputDir)
 			return nil
 		},
 	}
