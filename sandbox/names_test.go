@@ -16,3 +16,14 @@ func TestToolNames(t *testing.T) {
 		t.Errorf("no tools: %#v", got)
 	}
 }
+
+// FirstTools gives the tools of the factory first by fixture name, nil for none.
+func TestFirstTools(t *testing.T) {
+	a, b := &Factory{tools: []*mcp.Tool{{Name: "run_linter"}}}, &Factory{tools: []*mcp.Tool{{Name: "query_database"}}}
+	if got := ToolNames(FirstTools(map[string]*Factory{"orders": a, "customers": b})); !slices.Equal(got, []string{"query_database"}) {
+		t.Errorf("FirstTools: %v, want customers' tools", got)
+	}
+	if got := FirstTools(nil); got != nil {
+		t.Errorf("no factories: %v", got)
+	}
+}

@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -79,25 +77,11 @@ func (f *servedFlags) policy(ctx context.Context, tok *tokenizer.Tokenizer, fact
 	default:
 		return nil, fmt.Errorf("--send-tools %q: want always or as-prompted", f.tools)
 	}
-	if err := p.Check(ctx, probeTools(factories), opts); err != nil {
+	if err := p.Check(ctx, toolcall.FunctionSchemas(sandbox.FirstTools(factories)), opts); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(log, "policy: model %q at %s\n", c.Model(), c.URL())
 	return p, nil
-}
-
-// probeTools is the tools of the first fixture (by name), as a request
-// sends them.
-func probeTools(factories map[string]*sandbox.Factory) []json.RawMessage {
-	names := make([]string, 0, len(factories))
-	for n := range factories {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	if len(names) == 0 {
-		return nil
-	}
-	return toolcall.FunctionSchemas(factories[names[0]].Tools())
 }
 
 // load loads in for the policy the flags name: for a served one (or
