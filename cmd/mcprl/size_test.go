@@ -11,10 +11,10 @@ import (
 // maxCommandLines bounds the non-test lines of this package: the command is
 // flags, reading and writing files, and printing; what a command does lives
 // in the package that owns the concept. Issue 32 asks for 1,200 at most;
-// this is the bound reached so far (train's and sft's trainer wiring, whose
-// homes are grpo and sft, model init's tiny config, and the GGUF and
-// tokenizer commands remain), and it only goes down.
-const maxCommandLines = 2019
+// this is the bound reached so far (with room for a flag or two), and it
+// only goes down. What remains is mostly flags and help text, and train's
+// trainer wiring, whose home is grpo.
+const maxCommandLines = 1974
 
 // TestCommandStaysThin: cmd/mcprl's non-test Go files hold at most
 // maxCommandLines lines, so that domain logic moved out of it stays out.
