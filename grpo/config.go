@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 
-	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/reward"
 	"github.com/mcprl/mcprl/rollout"
 	"github.com/mcprl/mcprl/train"
@@ -141,11 +140,6 @@ type Config struct {
 
 	// mcprl's own keys.
 	Rewards []RewardSpec `yaml:"rewards"`
-	// SamplingEngine is the engine the rollouts sample on (model.Engine: auto, xla, xla:PLUGIN, simplego) when it
-	// is not the one that trains (engine): the trainer samples on a copy of the weights there, refreshed from the
-	// trained weights (with LoRA, the adapter) before each generation batch that follows an optimizer step, as TRL
-	// samples on vLLM and syncs the weights to it. "" (the default) samples on the training engine's model itself.
-	SamplingEngine model.Engine `yaml:"sampling_engine"`
 	// DynamicSampling drops groups whose rewards all agree (zero std) and generates more groups to
 	// refill the batch, as DAPO/verl's filter_groups; TRL has no such option.
 	DynamicSampling bool `yaml:"dynamic_sampling"`
@@ -308,11 +302,6 @@ func (c *Config) Validate() error {
 	c.Inputs.Check(&ck)
 	c.PeftArguments.Check(&ck)
 	bad, finite := ck.Bad, ck.Finite
-	if c.SamplingEngine != "" {
-		if _, err := model.ParseEngine(string(c.SamplingEngine)); err != nil {
-			bad("sampling_engine", "sampling_engine %q: want one of %s (or leave it unset: sample on engine)", c.SamplingEngine, model.Engines)
-		}
-	}
 	if c.NumGenerations < 2 {
 		bad("num_generations", "num_generations must be at least 2 to compute group advantages, got %d", c.NumGenerations)
 	}

@@ -125,7 +125,7 @@ func TestSamplingEngine(t *testing.T) {
 				if !moved {
 					t.Errorf("the trained model decodes %v at every step: the comparison proves nothing", first)
 				}
-				if !strings.Contains(progress.String(), "sampling copy refreshed 2 times") {
+				if !strings.Contains(progress.String(), "sampling copy refreshes: 2 (") {
 					t.Errorf("summary: %s", progress.String())
 				}
 			})

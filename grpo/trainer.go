@@ -137,7 +137,7 @@ func (t *Trainer) Train(ctx context.Context, resume bool) error {
 		line := summary(st, firstStep, time.Since(start), filepath.Join(cfg.OutputDir, "final"))
 		if t.refreshes > 0 {
 			n, bytes := t.sampler.Synced()
-			line += fmt.Sprintf("; sampling copy refreshed %d times (%d tensors, %.1f MiB), %.1f ms each",
+			line += fmt.Sprintf("; sampling copy refreshes: %d (%d tensors, %.1f MiB, %.1f ms each)",
 				t.refreshes, n, float64(bytes)/(1<<20), float64(t.refreshDur.Microseconds())/1e3/float64(t.refreshes))
 		}
 		fmt.Fprintln(t.Progress, line)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/gomlx/gomlx/backends"
+
 	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/reward"
 	"github.com/mcprl/mcprl/rollout"
@@ -21,7 +23,9 @@ type Options struct {
 	// model directory (Load), the tasks JSONL file and the directory of
 	// fixtures, each named by a task's "fixture" (both required), the
 	// PostgreSQL DSN of the sandboxes' databases ("" uses embedded SQLite)
-	// and the engine that runs the model (model.OpenEngine; "" is auto).
+	// and the engine that runs the model (model.OpenEngine; "" is auto), and
+	// the engine a GRPO run samples on (sampling_engine), which Load opens
+	// beside it where it resolves to another one.
 	train.Inputs
 	// SkipBad skips bad task lines (counted to Warn, kept in Skipped)
 	// instead of failing with every one listed.
@@ -37,6 +41,9 @@ type Loaded struct {
 	ModelDir string
 	// Engine is the backend the model runs on and what chose it (nil for LoadTasks).
 	Engine *model.EngineBackend
+	// Sampling is the backend Options' SamplingEngine opened, nil when there is
+	// none or it resolved to Engine's.
+	Sampling *model.EngineBackend
 	// Tokenizer and Template render and encode the conversations.
 	Tokenizer *tokenizer.Tokenizer
 	Template  *tokenizer.Template
@@ -60,11 +67,11 @@ func Load(ctx context.Context, o Options) (*Loaded, error) {
 		return nil, errors.New("inputs: no model directory")
 	}
 	warn := writer(o.Warn)
-	eng, err := OpenEngine(o.Engine, warn)
+	eng, sampling, err := OpenEngines(o.Engine, o.SamplingEngine, warn)
 	if err != nil {
 		return nil, err
 	}
-	l := &Loaded{ModelDir: modelDir, Engine: eng}
+	l := &Loaded{ModelDir: modelDir, Engine: eng, Sampling: sampling}
 	if l.Model, err = model.Load(eng.Backend, modelDir); err != nil {
 		return nil, err
 	}
@@ -80,18 +87,48 @@ func Load(ctx context.Context, o Options) (*Loaded, error) {
 // OpenEngine opens the backend an engine setting picks and writes its engine
 // line to warn, with a note when the simplego engine runs without OpenBLAS.
 func OpenEngine(e model.Engine, warn io.Writer) (*model.EngineBackend, error) {
-	eng, err := model.OpenEngine(e)
-	if err != nil {
-		return nil, err
+	eng, _, err := OpenEngines(e, "", warn)
+	return eng, err
+}
+
+// OpenEngines is OpenEngine for a run whose sampling may run on another
+// engine: sampling "" (or one that resolves to e's engine and plugin) opens
+// nothing more and returns no sampling backend; otherwise it opens that
+// engine too. The one engine line names both.
+func OpenEngines(e, sampling model.Engine, warn io.Writer) (eng, samp *model.EngineBackend, err error) {
+	if eng, err = model.OpenEngine(e); err != nil {
+		return nil, nil, err
+	}
+	line := eng.String()
+	if sampling != "" {
+		if samp, err = model.OpenEngine(sampling); err != nil {
+			return nil, nil, fmt.Errorf("sampling_engine: %w", err)
+		}
+		if samp.Engine == eng.Engine && samp.Plugin == eng.Plugin {
+			samp.Backend.Finalize()
+			samp = nil
+			line += "; sampling on the same engine"
+		} else {
+			line += " | sampling " + samp.String() + " (rollouts sample on a copy of the weights, refreshed after optimizer steps)"
+		}
 	}
 	warn = writer(warn)
-	fmt.Fprintln(warn, eng)
-	if err := model.OpenBLASMissing(); err != nil && !eng.IsXLA() {
+	fmt.Fprintln(warn, line)
+	if err := model.OpenBLASMissing(); err != nil && (!eng.IsXLA() || samp != nil && !samp.IsXLA()) {
 		fmt.Fprintf(warn, "note: OpenBLAS is not in use (%v): the model's matmuls run on the Go kernel, about 8x slower "+
 			"(examples/customers/quick.yaml); bash scripts/install-openblas.sh installs it, or bash scripts/install-xla.sh "+
 			"the XLA engine\n", err)
 	}
-	return eng, nil
+	return eng, samp, nil
+}
+
+// SamplingBackend is the backend a GRPO run samples on when it is not the
+// model's own (Sampling's), else nil.
+func (l *Loaded) SamplingBackend() backends.Backend {
+	if l.Sampling == nil {
+		return nil
+	}
+	return l.Sampling.Backend
 }
 
 // LoadTasks loads, for a run without a model of its own, the tasks with

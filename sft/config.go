@@ -47,6 +47,9 @@ func (c *Config) Validate() error {
 	c.Arguments.Check(&ck)
 	c.Inputs.Check(&ck)
 	c.PeftArguments.Check(&ck)
+	if c.SamplingEngine != "" {
+		ck.Bad("sampling_engine", "sampling_engine %q: sft has no sampling phase (it trains on engine); sampling_engine is a GRPO (train) key", c.SamplingEngine)
+	}
 	if c.GradientAccumulationSteps > 1 {
 		// Refused rather than ignored: one optimizer step per batch is all
 		// sft does, so a value above 1 would silently change the run.

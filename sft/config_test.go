@@ -39,3 +39,15 @@ func TestLoadRefusesGradientAccumulation(t *testing.T) {
 		}
 	}
 }
+
+// sampling_engine is GRPO's: sft has no sampling phase and refuses it, naming the key and its line.
+func TestLoadRefusesSamplingEngine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sft.yaml")
+	if err := os.WriteFile(path, []byte("learning_rate: 0.001\nsampling_engine: simplego\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := sft.Load(path)
+	if err == nil || !strings.Contains(err.Error(), path+`:2: sampling_engine "simplego": sft has no sampling phase`) {
+		t.Errorf("sampling_engine in an sft config: %v", err)
+	}
+}

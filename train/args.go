@@ -56,13 +56,28 @@ type Inputs struct {
 	// Engine is what runs the model: auto (the default: XLA where its plugin loads, else simplego), xla or
 	// simplego (model.Engine); a command's --engine overrides it.
 	Engine model.Engine `yaml:"engine"`
+	// SamplingEngine is the engine a GRPO run's rollouts sample on when it is not the one that trains (engine):
+	// they sample on a copy of the weights there (model.Replica), refreshed from the trained weights (with LoRA,
+	// the adapter) before each generation batch that follows an optimizer step, as TRL samples on vLLM and syncs
+	// the weights to it. "" (the default) samples on the training engine's model itself. train's
+	// --sampling-engine overrides it; sft refuses it, and eval (one phase) samples on engine.
+	SamplingEngine model.Engine `yaml:"sampling_engine"`
 }
 
-// Check records an invalid engine.
+// Check records an invalid engine or sampling engine.
 func (in *Inputs) Check(c *Checker) {
 	if _, err := model.ParseEngine(string(in.Engine)); err != nil {
 		c.Bad("engine", "%v", err)
 	}
+	if _, err := model.ParseEngine(string(in.SamplingEngine)); err != nil && in.SamplingEngine != "" {
+		c.Bad("sampling_engine", "sampling_engine %q: want one of %s (or leave it unset: sample on engine)", in.SamplingEngine, model.Engines)
+	}
+}
+
+// OnePhase is in for a run with one phase (eval: it samples on engine), without a sampling engine.
+func (in Inputs) OnePhase() Inputs {
+	in.SamplingEngine = ""
+	return in
 }
 
 // DefaultArguments returns TRL's defaults for the TrainingArguments (TRL overrides transformers'
