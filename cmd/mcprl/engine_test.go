@@ -73,6 +73,16 @@ func TestCommandsOnEngines(t *testing.T) {
 			}
 			final := filepath.Join(run, "final")
 
+			// Trained on the engine, sampled on simplego: the first line names both, and the copy was refreshed.
+			_, stderr, err = runCmd("train", "--config", config(2), "--output-dir", filepath.Join(t.TempDir(), "split"), "--sampling-engine", "simplego")
+			if err != nil {
+				t.Fatalf("train --sampling-engine simplego: %v\n%s", err, stderr)
+			}
+			firstLine("train --sampling-engine simplego", stderr, engine)
+			if line, _, _ := strings.Cut(stderr, "\n"); !strings.Contains(line, " | sampling engine: simplego (") || !strings.Contains(stderr, "sampling copy refreshes: 1 (") {
+				t.Errorf("train --sampling-engine simplego: %s", stderr)
+			}
+
 			// The config says the engine; --engine overrides it.
 			_, stderr, err = runCmd("eval", "--config", config(1), "--model", final, "--k", "1", "--engine", "simplego", "--max-completion-length", "32")
 			if err != nil {

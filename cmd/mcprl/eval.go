@@ -147,7 +147,7 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *servedF
 	if served.given() && (ef.golden || flags.in.Model != "") {
 		return errors.New("give one policy: --policy (a served model), --model or --golden")
 	}
-	in := cfg.Inputs
+	in := cfg.Inputs.OnePhase()
 	if in.Engine, err = engineOf(cmd, cfg.Engine); err != nil {
 		return err
 	}

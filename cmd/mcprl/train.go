@@ -34,8 +34,7 @@ that holds an earlier run's outputs unless --overwrite_output_dir deletes them.`
 			if err != nil {
 				return err
 			}
-			engine, err := engineOf(cmd, cfg.Engine)
-			if err != nil {
+			if cfg.Engine, err = engineOf(cmd, cfg.Engine); err != nil {
 				return err
 			}
 			lock, ckpt, err := train.ClaimOutputDir(cfg.OutputDir, resume, flags.overwrite)
@@ -44,7 +43,6 @@ that holds an earlier run's outputs unless --overwrite_output_dir deletes them.`
 			}
 			defer lock.Release()
 			in := cfg.Inputs
-			in.Engine = engine
 			if ckpt != "" {
 				in.Model = ckpt
 			}
@@ -69,7 +67,7 @@ that holds an earlier run's outputs unless --overwrite_output_dir deletes them.`
 			t := &grpo.Trainer{
 				Config: cfg, Model: ws.Model, Tokenizer: ws.Tokenizer, Template: ws.Template, TokenizerDir: ws.ModelDir,
 				Tasks: ws.Tasks, Sandboxes: ws.Sandboxes, Rewards: rewards, Weights: cfg.RewardWeights(),
-				Progress: stderr,
+				Progress: stderr, SamplingBackend: ws.SamplingBackend(),
 			}
 			if cfg.Beta > 0 {
 				if t.Ref, err = model.Load(ws.Model.Backend, cfg.Model); err != nil {
@@ -85,5 +83,6 @@ that holds an earlier run's outputs unless --overwrite_output_dir deletes them.`
 	}
 	flags.register(cmd)
 	cmd.Flags().BoolVar(&resume, "resume", false, "continue from the newest complete checkpoint in output_dir")
+	cmd.Flags().StringVar((*string)(&flags.in.SamplingEngine), "sampling-engine", "", "the engine rollouts sample on, a copy of the weights refreshed after optimizer steps: "+model.Engines+" (default: the config's sampling_engine, else the training engine)")
 	return cmd
 }
