@@ -15,6 +15,7 @@
 #
 #   scripts/experiment.sh                 # 3 seeds; results in runs/experiment/
 #   SEEDS="1 2" OUT=runs/exp2 scripts/experiment.sh
+#   SIDE_BY_SIDE=0 scripts/experiment.sh  # a seed's stages one at a time (models too big for two at once)
 #   PARALLEL=2 scripts/experiment.sh      # two seeds at once (default one; a seed holds ~8 GB: GRPO and an evaluation at ~4 GB each)
 #   MODEL=path/to/model.json scripts/experiment.sh    # another model size
 #   BASE=DIR SFT_CONFIG=... scripts/experiment.sh     # every seed's SFT starts from the HF model in DIR (a pretrained
@@ -41,6 +42,7 @@ REUSE="${REUSE:-}"               # another run's folder: take its SFT and contro
 GRPO_EVAL_STEPS="${GRPO_EVAL_STEPS:-}" # GRPO checkpoints (steps, a multiple of save_steps) evaluated besides final
 SEEDS="${SEEDS:-1 2 3}"
 PARALLEL="${PARALLEL:-1}"
+SIDE_BY_SIDE="${SIDE_BY_SIDE:-1}" # 1: a seed's GRPO and compute control run at once; 0: one after another
 K="${K:-4}"
 N_CUSTOMERS=280 N_ODDITIES=140 N_UNSEEN_CUSTOMERS=600 N_UNSEEN_ODDITIES=351 N_LIBRARY=28 MAX_PER_SET=1000
 # unseen questions: at most PER_CATEGORY per fixture and category; N_TRAINED of the training edge cases
@@ -184,18 +186,29 @@ run_seed() {
     # shellcheck disable=SC2086 # *_STEPS are flag pairs or empty
     timed "seed-$s sft" "$bin" sft --config "$d/sft.yaml" --model "$init" --tasks "$OUT/train_tasks.jsonl" --fixtures "$fx" --output-dir "$d/sft" $SFT_STEPS 2> "$d/sft.log"
   fi
-  # From the SFT model, side by side: GRPO then its evaluation; the compute control, then the evaluations of
-  # the SFT model and of the control (two processes a seed at a time: each holds 1.5-2.5 GB).
-  # shellcheck disable=SC2086
-  ( timed "seed-$s grpo" "$bin" train --config "$d/grpo.yaml" --model "$d/sft/final" --tasks "$OUT/grpo_tasks.jsonl" --fixtures "$fx" --output-dir "$d/grpo" $GRPO_STEPS 2> "$d/grpo.log"
-    evaluate "$s" grpo
-    for n in $GRPO_EVAL_STEPS; do evaluate "$s" "grpo-$n" "$d/grpo/checkpoint-$n"; done ) &
-  # shellcheck disable=SC2086
-  ( [ -n "$REUSE" ] || timed "seed-$s sft-control" "$bin" sft --config "$d/sft-control.yaml" --model "$d/sft/final" --tasks "$OUT/train_tasks.jsonl" --fixtures "$fx" --output-dir "$d/sft-control" $CONTROL_STEPS 2> "$d/sft-control.log"
-    evaluate "$s" sft
-    evaluate "$s" sft-control ) &
+  # From the SFT model, side by side (SIDE_BY_SIDE=1, two processes a seed at a time: each holds 1.5-2.5 GB for
+  # the tiny model): GRPO then its evaluation; the compute control, then the evaluations of the SFT model and of
+  # the control. SIDE_BY_SIDE=0 runs them one at a time, the SFT model's evaluation first (SmolLM2 on XLA: a GRPO
+  # process peaked at 15 GB, an evaluation at 9 GB).
+  grpo_chain() {
+    # shellcheck disable=SC2086
+    timed "seed-$s grpo" "$bin" train --config "$d/grpo.yaml" --model "$d/sft/final" --tasks "$OUT/grpo_tasks.jsonl" --fixtures "$fx" --output-dir "$d/grpo" $GRPO_STEPS 2> "$d/grpo.log" || return 1
+    evaluate "$s" grpo || return 1
+    for n in $GRPO_EVAL_STEPS; do evaluate "$s" "grpo-$n" "$d/grpo/checkpoint-$n" || return 1; done
+  }
+  control_chain() {
+    # shellcheck disable=SC2086
+    [ -n "$REUSE" ] || timed "seed-$s sft-control" "$bin" sft --config "$d/sft-control.yaml" --model "$d/sft/final" --tasks "$OUT/train_tasks.jsonl" --fixtures "$fx" --output-dir "$d/sft-control" $CONTROL_STEPS 2> "$d/sft-control.log" || return 1
+    evaluate "$s" sft-control
+  }
   local failed=0 p
-  for p in $(jobs -p); do wait "$p" || failed=1; done
+  if [ "$SIDE_BY_SIDE" = 1 ]; then
+    ( grpo_chain ) &
+    ( control_chain && evaluate "$s" sft ) &
+    for p in $(jobs -p); do wait "$p" || failed=1; done
+  else
+    { evaluate "$s" sft && grpo_chain && control_chain; } || failed=1
+  fi
   [ "$failed" = 0 ] || { echo "seed $s: a stage failed (logs in $d)"; return 1; }
   echo "seed $s done after $(( $(date +%s) - start )) s"
 }

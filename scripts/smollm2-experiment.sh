@@ -23,6 +23,6 @@ go build -o "$OUT/mcprl-import" ./cmd/mcprl
 [ -d "$OUT/base" ] || "$OUT/mcprl-import" model import --from "$GGUF" --out "$OUT/base" \
   --chat-template examples/smollm2/chat_template.jinja --add-tokens '<tool_call>,</tool_call>'
 export GOMEMLIMIT="${GOMEMLIMIT:-6GiB}"
-OUT="$OUT" BASE="$OUT/base" SEEDS="${SEEDS:-1}" K="${K:-1}" PER_CATEGORY="${PER_CATEGORY:-2}" N_TRAINED="${N_TRAINED:-16}" \
+OUT="$OUT" SIDE_BY_SIDE="${SIDE_BY_SIDE:-0}" BASE="$OUT/base" SEEDS="${SEEDS:-1}" K="${K:-1}" PER_CATEGORY="${PER_CATEGORY:-2}" N_TRAINED="${N_TRAINED:-16}" \
   GRPO_TASKS=edge SFT_CONFIG=examples/smollm2/sft.yaml GRPO_CONFIG=examples/smollm2/grpo-recovery.yaml \
   CONTROL_CONFIG=examples/smollm2/sft-control-recovery.yaml exec scripts/experiment.sh

@@ -74,11 +74,11 @@ func TestExperimentQuick(t *testing.T) {
 	}
 	// REUSE: another GRPO (on the edge cases alone, with recovery branching) from the same SFT models and
 	// control, every model evaluated again (the reward may have changed since): with the same reward, the
-	// same numbers.
+	// same numbers. Its stages run one at a time (SIDE_BY_SIDE=0, as for SmolLM2).
 	out2 := t.TempDir()
 	cmd2 := exec.CommandContext(ctx, "bash", "scripts/experiment.sh")
 	cmd2.Dir = cmd.Dir
-	cmd2.Env = append(os.Environ(), "QUICK=1", "OUT="+out2, "REUSE="+out, "GRPO_TASKS=edge", "GRPO_CONFIG=examples/experiment/grpo-recovery.yaml")
+	cmd2.Env = append(os.Environ(), "QUICK=1", "OUT="+out2, "REUSE="+out, "GRPO_TASKS=edge", "GRPO_CONFIG=examples/experiment/grpo-recovery.yaml", "SIDE_BY_SIDE=0")
 	cmd2.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd2.Cancel = func() error { return syscall.Kill(-cmd2.Process.Pid, syscall.SIGKILL) }
 	if b, err := cmd2.CombinedOutput(); err != nil {
