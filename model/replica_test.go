@@ -15,13 +15,9 @@ import (
 // greedyTokens decodes testPrompts greedily for n tokens.
 func greedyTokens(t testing.TB, m *Model, n int) [][]int {
 	t.Helper()
-	out, err := m.Generate(context.Background(), testPrompts, SampleOptions{MaxNewTokens: n}, 1)
+	toks, err := m.GreedyNoCache(context.Background(), testPrompts, n, nil)
 	if err != nil {
 		t.Fatal(err)
-	}
-	toks := make([][]int, len(out))
-	for i, c := range out {
-		toks[i] = c.Tokens
 	}
 	return toks
 }
