@@ -11,7 +11,9 @@
 # best timed repetition over all runs (after a warm-up per run); the line before gives the range of the per-run
 # ratios. THREADS (default 2) is torch's thread count and mcprl's GOMAXPROCS. ENGINE (default auto: XLA where
 # scripts/install-xla.sh installed its plugin, else simplego; or xla, simplego) is mcprl's engine, resolved once
-# and used by both sides (the step through $GOMLX_BACKEND, sampling through --engine). Needs scripts/test-setup.sh's .venv.
+# and used by both sides (the step through $GOMLX_BACKEND, sampling through --engine); SAMPLING_ENGINE (default:
+# ENGINE's) is the engine mcprl samples on, as `sampling_engine` makes `mcprl train` sample on a copy of the weights
+# there (a refresh of the copy, milliseconds, is not in either number). Needs scripts/test-setup.sh's .venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 THREADS="${THREADS:-2}"
@@ -27,17 +29,19 @@ case "$engine" in
   simplego) gomlx_backend=go ;;
   *) echo "bench-vs-trl: engine ${ENGINE:-auto} did not open" >&2; exit 1 ;;
 esac
+sampling=$(GOMLX_BACKEND= "$work/mcprl" model info --engine "${SAMPLING_ENGINE:-$engine}" "$work/tiny" | sed -n '1s/^engine: \([a-z]*\).*/\1/p')
+[ -n "$sampling" ] || { echo "bench-vs-trl: sampling engine ${SAMPLING_ENGINE} did not open" >&2; exit 1; }
 prompts=$(python3 -c 'import json; print(json.dumps({"prompts": [[(i*31+j*7) % 2048 for j in range(32)] for i in range(8)], "max_new_tokens": 128, "temperature": 0}))')
 
 export GOMAXPROCS="$THREADS" OMP_NUM_THREADS="$THREADS" MKL_NUM_THREADS="$THREADS" HF_HUB_OFFLINE=1
 load() { cut -d' ' -f1 /proc/loadavg; }
-echo "machine: $(nproc) cores; mcprl engine: $engine; load average (1, 5, 15 min) at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "machine: $(nproc) cores; mcprl engine: $engine, sampling on $sampling; load average (1, 5, 15 min) at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 for run in $(seq 1 "$RUNS"); do
   before=$(load)
   trl_json=$(.venv/bin/python python/bench/bench_trl.py "$work/tiny" "$THREADS" 2>"$work/trl.err" | tail -1) || { cat "$work/trl.err" >&2; exit 1; }
   step_ns=$(GOMLX_BACKEND="$gomlx_backend" MCPRL_BENCH_MODEL="$work/tiny" "$work/grpo.test" -test.run '^$' -test.bench '^BenchmarkGRPOStep$' -test.benchtime 3x -test.count 1 |
     awk '/^BenchmarkGRPOStep/ {print $3}')
-  gen_json=$(echo "$prompts" | GOMLX_BACKEND= "$work/mcprl" model generate --engine "$engine" --model "$work/tiny" --repeat 4 2>"$work/gen.err") || { cat "$work/gen.err" >&2; exit 1; }
+  gen_json=$(echo "$prompts" | GOMLX_BACKEND= "$work/mcprl" model generate --engine "$sampling" --model "$work/tiny" --repeat 4 2>"$work/gen.err") || { cat "$work/gen.err" >&2; exit 1; }
   echo "{\"run\": $run, \"load_before\": $before, \"load_after\": $(load), \"trl\": $trl_json, \"step_ns\": $step_ns, \"gen\": $gen_json}" >>"$work/runs.jsonl"
   python3 - "$work/runs.jsonl" <<'PY'
 import json, sys
