@@ -106,8 +106,8 @@ def main(out: str, seeds: list) -> None:
     all_models = models(out, seeds)
     try:
         init = open(f"{out}/seed-{seeds[0]}/init.log").read()
-        size = re.search(r"(\d+) parameters[;(]? ?([^)\n]*)", init)  # model init's "(...)", model info's "; ..."
-        print(f"Model: {int(size[1]):,} parameters ({size[2]}).")
+        size = re.search(r"(\d+) parameters(?: \(([^)]*)\)|; ([^\n]*))", init)  # model init's "(...)", model info's "; ..."
+        print(f"Model: {int(size[1]):,} parameters ({size[2] or size[3]}).")
     except (OSError, TypeError):
         print("Model: unknown (no init.log).")
     try:
