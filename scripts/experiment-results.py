@@ -81,6 +81,42 @@ def retried(c: dict) -> bool:
     return False
 
 
+def branches(out: str, seeds: list, w_steps: int) -> None:
+    """Recovery branching's continuations (completions.jsonl records with branch_of) per window of steps,
+    forced (branch_forced: made to retry) and free apart: how many, how many called a tool again in their own
+    turns (a well-formed call), how many succeeded."""
+    rows = []
+    for s in seeds:
+        win = collections.defaultdict(collections.Counter)
+        try:
+            for l in open(f"{out}/seed-{s}/grpo/completions.jsonl"):
+                c = json.loads(l)
+                if c.get("branch_of") is None:
+                    continue
+                w = win[((c["step"] - 1) // w_steps, "forced" if c.get("branch_forced") else "free")]
+                own = c["turns"][c.get("branch_turn", 0):]
+                w["n"] += 1
+                w["called"] += any(not k.get("parse_error") and k.get("name") for t in own for k in t.get("calls") or [])
+                w["ok"] += succeeded(c)
+        except OSError:
+            continue
+        for i in sorted({i for i, _ in win}):
+            cells = []
+            for kind in ("forced", "free"):
+                w = win[(i, kind)]
+                cells += [str(w["n"]), str(w["called"]), str(w["ok"])]
+            rows.append(f"| {s} | {i * w_steps + 1}-{i * w_steps + w_steps} | " + " | ".join(cells) + " |")
+    if not rows:
+        return
+    print(f"Recovery branches per {w_steps} steps: continuations from a setback, made to retry (forced: the first turn "
+          "starts with the tool-call opener) or sampled freely; how many called a tool again; how many succeeded.")
+    print()
+    print("| seed | steps | forced | called again | succeeded | free | called again | succeeded |")
+    print("|---|---|---|---|---|---|---|---|")
+    print("\n".join(rows))
+    print()
+
+
 @functools.cache
 def report(out: str, seed: str, model: str) -> "dict | None":
     """OUT/seed-SEED/eval-MODEL.json (mcprl eval --json), read once; None where missing or unreadable."""
@@ -204,7 +240,8 @@ def main(out: str, seeds: list) -> None:
         try:
             for l in open(f"{out}/seed-{s}/grpo/completions.jsonl"):
                 c = json.loads(l)
-                groups[(c["step"], c["group"])].append(c)
+                if c.get("branch_of") is None:  # a root (branches are in the table below)
+                    groups[(c["step"], c["group"])].append(c)
         except OSError:
             continue
         win = collections.defaultdict(lambda: collections.defaultdict(collections.Counter))
@@ -227,6 +264,7 @@ def main(out: str, seeds: list) -> None:
                 cells += [f"{w['ok']}/{w['n']}", str(w["multi"]), str(w["both"]), f"{w['equal']}/{w['groups']}"]
             print(f"| {s} | {i * w_steps + 1}-{i * w_steps + w_steps} | " + " | ".join(cells) + " |")
     print()
+    branches(out, seeds, w_steps)
     print("| phase | seconds | load average at start, end |")
     print("|---|---|---|")
     try:
