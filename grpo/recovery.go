@@ -7,7 +7,6 @@ import (
 
 	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/report"
-	"github.com/mcprl/mcprl/reward"
 	"github.com/mcprl/mcprl/rollout"
 )
 
@@ -70,11 +69,7 @@ func (t *Trainer) recover(ctx context.Context, groups [][]scored, round int64) (
 		return nil, fmt.Errorf("grpo: recovery branching: %w", err)
 	}
 	items := t.scoreResults(branches)
-	rows := make([][]float64, len(items))
-	for i, it := range items {
-		rows[i] = it.scores
-	}
-	rewards, err := reward.WeightedSums(rows, t.Weights)
+	rewards, err := t.weightedRewards(items)
 	if err != nil {
 		return nil, err
 	}

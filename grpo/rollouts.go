@@ -89,11 +89,7 @@ func (t *Trainer) generate(ctx context.Context, st *train.State) (*generation, e
 				fmt.Fprintf(t.Progress, "\nstep %d: a trajectory of task %q is left out of training: %s\n", st.GlobalStep+1, jobs[i/n].Task.ID, it.traj.Error)
 			}
 		}
-		rows := make([][]float64, len(got))
-		for i, it := range got {
-			rows[i] = it.scores
-		}
-		summed, err := reward.WeightedSums(rows, t.Weights)
+		summed, err := t.weightedRewards(got)
 		if err != nil {
 			return nil, err
 		}
@@ -113,14 +109,14 @@ func (t *Trainer) generate(ctx context.Context, st *train.State) (*generation, e
 	batch.TopUp()
 	groups, _ := batch.Groups()
 	var trajs []*chat.Trajectory
-	var rows [][]float64
+	var items []scored
 	for _, grp := range groups {
 		for _, it := range grp {
 			trajs = append(trajs, it.traj)
-			rows = append(rows, it.scores)
+			items = append(items, it)
 		}
 	}
-	rewards, err := reward.WeightedSums(rows, t.Weights)
+	rewards, err := t.weightedRewards(items)
 	if err != nil {
 		return nil, err
 	}
@@ -264,6 +260,16 @@ func (t *Trainer) runner(round int64) (*rollout.Runner, error) {
 		r.Branching = trig
 	}
 	return r, nil
+}
+
+// weightedRewards is each scored trajectory's reward: its reward functions'
+// scores weighted by Weights (NaN where it was left out).
+func (t *Trainer) weightedRewards(items []scored) ([]float64, error) {
+	rows := make([][]float64, len(items))
+	for i, it := range items {
+		rows[i] = it.scores
+	}
+	return reward.WeightedSums(rows, t.Weights)
 }
 
 // scoreResults turns rollout results into scored items, a score NaN where

@@ -69,12 +69,17 @@ def succeeded(c: dict) -> bool:
     return c["reward"] >= 0.999
 
 
+def well_formed(call: dict) -> bool:
+    """the call parsed and names a tool."""
+    return not call.get("parse_error") and bool(call.get("name"))
+
+
 def retried(c: dict) -> bool:
     """a well-formed tool call came after a failed, malformed or empty one (a recovery attempt)."""
     setback = False
     for t in c["turns"]:
         for call in t.get("calls") or []:
-            if setback and not call.get("parse_error") and call.get("name"):
+            if setback and well_formed(call):
                 return True
             if call.get("is_error") or call.get("parse_error") or "(0 rows)" in str(call.get("result", "")):
                 setback = True
@@ -96,7 +101,7 @@ def branches(out: str, seeds: list, w_steps: int) -> None:
                 w = win[((c["step"] - 1) // w_steps, "forced" if c.get("branch_forced") else "free")]
                 own = c["turns"][c.get("branch_turn", 0):]
                 w["n"] += 1
-                w["called"] += any(not k.get("parse_error") and k.get("name") for t in own for k in t.get("calls") or [])
+                w["called"] += any(well_formed(k) for t in own for k in t.get("calls") or [])
                 w["ok"] += succeeded(c)
         except OSError:
             continue
