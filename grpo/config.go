@@ -159,6 +159,10 @@ type Config struct {
 	RecoveryMaxBranchesPerStep int      `yaml:"recovery_max_branches_per_step"`
 	RecoveryTriggers           []string `yaml:"recovery_triggers"`
 	RecoveryForcedCallRatio    float64  `yaml:"recovery_forced_call_ratio"`
+	// RecoveryForcedOpenerLoss trains the forced opener too: its tokens carry their continuation's
+	// branch advantage, with the policy's own log-probabilities after the setback as their old ones,
+	// so a retry that beats its free siblings makes the policy likelier to start one by itself.
+	RecoveryForcedOpenerLoss bool `yaml:"recovery_forced_opener_loss"`
 
 	// Ignored lists the TRL keys found in the file that change nothing in mcprl (logging destinations,
 	// PyTorch precision and memory switches), as "key (line N)"; the CLI should mention them.
@@ -414,6 +418,9 @@ func (c *Config) Validate() error {
 		}
 		if !(c.RecoveryForcedCallRatio >= 0 && c.RecoveryForcedCallRatio <= 1) {
 			bad("recovery_forced_call_ratio", "recovery_forced_call_ratio must be in [0, 1], got %v", c.RecoveryForcedCallRatio)
+		}
+		if c.RecoveryForcedOpenerLoss && forcedContinuations(c.RecoveryForcedCallRatio, c.RecoveryGenerations) == 0 {
+			bad("recovery_forced_opener_loss", "recovery_forced_opener_loss needs forced continuations: recovery_forced_call_ratio x recovery_generations rounds to 0")
 		}
 		if len(c.RecoveryTriggers) == 0 {
 			bad("recovery_triggers", "recovery_triggers must name at least one of %v", rollout.AllTriggers)

@@ -8,6 +8,7 @@ import (
 	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/report"
 	"github.com/mcprl/mcprl/rollout"
+	"github.com/mcprl/mcprl/train"
 )
 
 // This file is recovery branching: the turn-level credit a whole-trajectory
@@ -68,6 +69,13 @@ func (t *Trainer) recover(ctx context.Context, groups [][]scored, round int64) (
 	if err != nil {
 		return nil, fmt.Errorf("grpo: recovery branching: %w", err)
 	}
+	if cfg.RecoveryForcedOpenerLoss {
+		p, err := t.creditOpeners(branches)
+		if err != nil {
+			return nil, fmt.Errorf("grpo: recovery branching: %w", err)
+		}
+		rec.metrics["recovery/forced_opener_prob"] = p
+	}
 	items := t.scoreResults(branches)
 	rewards, err := t.weightedRewards(items)
 	if err != nil {
@@ -104,6 +112,52 @@ func (t *Trainer) recover(ctx context.Context, groups [][]scored, round int64) (
 		rec.metrics["recovery/success_rate"] = float64(successes) / float64(counted)
 	}
 	return rec, nil
+}
+
+// creditOpeners puts the tool-call opener of every forced continuation
+// into its loss (recovery_forced_opener_loss): mask 1, and as the old
+// log-probabilities the policy's own for those tokens after the setback (one
+// forward pass over the prefix and the opener), so that the opener carries
+// its continuation's branch advantage as a token the policy had sampled
+// would, its ratio starting at 1. It returns the policy's mean probability
+// of the whole opener at the forced setbacks (NaN when none was forced).
+func (t *Trainer) creditOpeners(branches []*rollout.Result) (float64, error) {
+	width := len(t.Tokenizer.Encode(rollout.ForcedOpener))
+	bs := t.Config.PerDeviceTrainBatchSize
+	gen := &generation{}
+	var forced []*rollout.Result
+	for _, b := range branches {
+		if !b.Forced || len(b.Tokens) < b.BranchAt+width {
+			continue
+		}
+		end := b.BranchAt + width
+		forced = append(forced, b)
+		gen.trajs = append(gen.trajs, &chat.Trajectory{Tokens: b.Tokens[:end], Mask: b.Mask[:end]})
+		gen.length = max(gen.length, end)
+	}
+	if len(forced) == 0 {
+		return math.NaN(), nil
+	}
+	for len(gen.trajs)%bs != 0 { // whole micro-batches: the shapes the graphs compiled for
+		gen.trajs = append(gen.trajs, gen.trajs[0])
+	}
+	gen.advantages = make([]float64, len(gen.trajs))
+	gen.length = train.SequenceBucket(gen.length)
+	logp, err := t.batchLogProbs(t.logProbs, gen)
+	if err != nil {
+		return 0, fmt.Errorf("forced openers' log-probs: %w", err)
+	}
+	prob := 0.0
+	for i, b := range forced {
+		sum := 0.0
+		for k := b.BranchAt; k < b.BranchAt+width; k++ {
+			b.Mask[k] = 1
+			b.OldLogProbs[k] = logp[i*gen.length+k]
+			sum += float64(b.OldLogProbs[k])
+		}
+		prob += math.Exp(sum)
+	}
+	return prob / float64(len(forced)), nil
 }
 
 // forcedContinuations is how many of a setback's n continuations start

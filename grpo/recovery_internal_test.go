@@ -1,10 +1,15 @@
 package grpo
 
 import (
+	"math"
 	"slices"
 	"testing"
 
+	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/mcprl/mcprl/chat"
+	"github.com/mcprl/mcprl/model"
+	"github.com/mcprl/mcprl/rollout"
+	"github.com/mcprl/mcprl/tokenizer"
 )
 
 // Branch micro-batches are spread over a cycle's optimizer steps so that
@@ -22,5 +27,103 @@ func TestStepMicroBatches(t *testing.T) {
 	gen.trajs = gen.trajs[:8]
 	if got := gen.stepMicroBatches(1, 2, 2); !slices.Equal(got, []int{2, 3}) {
 		t.Errorf("no branches: %v", got)
+	}
+}
+
+// With recovery_forced_opener_loss, a forced continuation's tool-call opener
+// enters the loss: mask 1 on exactly its tokens, and as old log-probs the
+// policy's own there, computed on the prefix and the opener alone; a free
+// continuation and every other token are left as they were.
+func TestCreditOpeners(t *testing.T) {
+	tok, err := tokenizer.Small()
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend, err := model.NewBackend("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eos, _ := tok.TokenID("<|im_end|>")
+	mcfg := model.TinyConfig(tokenizer.SmallVocabSize, -1, eos)
+	m, err := model.New(backend, mcfg, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Default()
+	cfg.PerDeviceTrainBatchSize, cfg.Temperature = 2, 1
+	tr := &Trainer{Config: &cfg, Model: m, Tokenizer: tok}
+	if err := tr.compile(); err != nil {
+		t.Fatal(err)
+	}
+	opener := tok.Encode(rollout.ForcedOpener)
+	branch := func(prefix, own string, forced bool) *rollout.Result {
+		p := tok.Encode(prefix)
+		ids := append(append([]int(nil), p...), tok.Encode(own)...)
+		if forced {
+			ids = append(append(append([]int(nil), p...), opener...), tok.Encode(own)...)
+		}
+		tj := &chat.Trajectory{}
+		for i, id := range ids {
+			tj.Tokens = append(tj.Tokens, int32(id))
+			own := i >= len(p)+len(opener) || (!forced && i >= len(p))
+			tj.Mask = append(tj.Mask, map[bool]uint8{true: 1}[own])
+			tj.OldLogProbs = append(tj.OldLogProbs, map[bool]float32{true: -0.5}[own])
+		}
+		return &rollout.Result{Trajectory: tj, BranchAt: len(p), Forced: forced}
+	}
+	prefix := "<|im_start|>user\nHow many inactive customers?<|im_end|>\n<|im_start|>assistant\n" +
+		"<tool_call>\n{\"name\": \"query_database\"}\n</tool_call><|im_end|>\n<|im_start|>user\n" +
+		"<tool_response>\nerror: no such table: clients\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
+	branches := []*rollout.Result{
+		branch(prefix, `{"name": "query_database", "arguments": {"sql": "SELECT 1"}}`, true),
+		branch(prefix, "There are 3.", false),
+		branch(prefix+"Let me look.", `{"name": "list_tables"}`, true),
+	}
+	before := make([]*chat.Trajectory, len(branches))
+	for i, b := range branches {
+		c := *b.Trajectory
+		c.Mask, c.OldLogProbs = slices.Clone(b.Mask), slices.Clone(b.OldLogProbs)
+		before[i] = &c
+	}
+	prob, err := tr.creditOpeners(branches)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0.0
+	for i, b := range branches {
+		row := make([]int32, len(b.Tokens))
+		copy(row, b.Tokens)
+		ones := make([]int32, len(row))
+		for k := range ones {
+			ones[k] = 1
+		}
+		_, lp, err := m.Forward([][]int32{row}, [][]int32{ones})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := tensors.MustCopyFlatData[float32](lp)
+		sum := 0.0
+		for k := range b.Tokens {
+			inOpener := b.Forced && k >= b.BranchAt && k < b.BranchAt+len(opener)
+			if !inOpener {
+				if b.Mask[k] != before[i].Mask[k] || b.OldLogProbs[k] != before[i].OldLogProbs[k] {
+					t.Errorf("branch %d token %d: mask %d, old log-prob %v changed (was %d, %v)", i, k, b.Mask[k], b.OldLogProbs[k], before[i].Mask[k], before[i].OldLogProbs[k])
+				}
+				continue
+			}
+			// Both are float32 passes of one model over different shapes: their difference is rounding, which a
+			// log-softmax over the vocabulary after dot products of hidden size bounds by (V + H) ulps of the value.
+			tol := float64(mcfg.VocabSize+mcfg.HiddenSize) * 0x1p-23 * (1 + math.Abs(float64(ref[k])))
+			if b.Mask[k] != 1 || math.Abs(float64(b.OldLogProbs[k]-ref[k])) > tol || ref[k] >= 0 {
+				t.Errorf("branch %d opener token %d: mask %d, old log-prob %v; want 1 and the policy's %v", i, k, b.Mask[k], b.OldLogProbs[k], ref[k])
+			}
+			sum += float64(ref[k])
+		}
+		if b.Forced {
+			want += math.Exp(sum) / 2
+		}
+	}
+	if math.Abs(prob-want) > 1e-3*want || prob <= 0 || prob > 1 {
+		t.Errorf("mean opener probability %v, want %v", prob, want)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -54,6 +55,12 @@ func TestBranchAdvantages(t *testing.T) {
 // recovery metrics, and writes each branch beside its root in
 // completions.jsonl.
 func TestRecoveryBranchingTrains(t *testing.T) {
+	for _, openerLoss := range []bool{false, true} {
+		t.Run(fmt.Sprintf("recovery_forced_opener_loss=%v", openerLoss), func(t *testing.T) { recoveryBranchingTrains(t, openerLoss) })
+	}
+}
+
+func recoveryBranchingTrains(t *testing.T, openerLoss bool) {
 	m, tok, tpl := toolCallingModel(t)
 	fx, err := task.LoadFixture("../examples/fixtures/customers")
 	if err != nil {
@@ -71,6 +78,7 @@ func TestRecoveryBranchingTrains(t *testing.T) {
 	gc.MaxToolCallingIterations = &iters
 	gc.RecoveryBranching, gc.RecoveryGenerations, gc.RecoveryMaxBranchesPerStep = true, 3, 1
 	gc.RecoveryForcedCallRatio = 0.5 // round(1.5): 2 of the 3 continuations start with the tool-call opener
+	gc.RecoveryForcedOpenerLoss = openerLoss
 	if err := gc.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -97,6 +105,11 @@ func TestRecoveryBranchingTrains(t *testing.T) {
 		}
 		if _, ok := row["recovery/reward_mean"].(float64); !ok {
 			t.Errorf("step %v: recovery/reward_mean = %v", row["step"], row["recovery/reward_mean"])
+		}
+		// The policy's probability of the opener after the setback, logged when the opener trains.
+		p, ok := row["recovery/forced_opener_prob"].(float64)
+		if ok != openerLoss || ok && !(p > 0 && p <= 1) {
+			t.Errorf("step %v: recovery/forced_opener_prob = %v (logged %v), want a probability exactly when the opener trains", row["step"], row["recovery/forced_opener_prob"], ok)
 		}
 	}
 	var roots, branches, forced int
