@@ -41,6 +41,12 @@ func Load(path string) (*Config, error) {
 	return &cfg, nil
 }
 
+// RunParts returns the TrainingArguments, the inputs and the ignored keys,
+// for train.LoadConfig to put a command's flags over.
+func (c *Config) RunParts() (*train.Arguments, *train.Inputs, []string) {
+	return &c.Arguments, &c.Inputs, c.Ignored
+}
+
 // Validate checks the values.
 func (c *Config) Validate() error {
 	var ck train.Checker

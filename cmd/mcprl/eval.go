@@ -12,6 +12,7 @@ import (
 	"github.com/mcprl/mcprl/eval"
 	"github.com/mcprl/mcprl/grpo"
 	"github.com/mcprl/mcprl/sampling"
+	"github.com/mcprl/mcprl/train"
 )
 
 // evalFlags are eval's own knobs beyond the shared runFlags.
@@ -77,11 +78,11 @@ Examples:
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&flags.config, "config", "", "train config (YAML) to read model, tasks, fixtures, dsn and generation settings from (optional)")
-	fl.StringVar(&flags.in.Model, "model", "", "HF-format model directory with tokenizer files (the policy to evaluate)")
-	fl.StringVar(&flags.in.Tasks, "tasks", "", "tasks JSONL file to evaluate on")
-	fl.StringVar(&flags.in.Fixtures, "fixtures", "", "directory of fixtures, each named by a task's \"fixture\" (default: the config's, else examples/fixtures)")
-	fl.StringVar(&flags.outputDir, "output-dir", "", "save trajectories.jsonl, report.json and report.html here")
-	fl.StringVar(&flags.in.DSN, "dsn", "", "PostgreSQL DSN for the sandboxes' databases (default: embedded SQLite)")
+	fl.StringVar(&flags.over.Model, "model", "", "HF-format model directory with tokenizer files (the policy to evaluate)")
+	fl.StringVar(&flags.over.Tasks, "tasks", "", "tasks JSONL file to evaluate on")
+	fl.StringVar(&flags.over.Fixtures, "fixtures", "", "directory of fixtures, each named by a task's \"fixture\" (default: the config's, else examples/fixtures)")
+	fl.StringVar(&flags.over.OutputDir, "output-dir", "", "save trajectories.jsonl, report.json and report.html here")
+	fl.StringVar(&flags.over.DSN, "dsn", "", "PostgreSQL DSN for the sandboxes' databases (default: embedded SQLite)")
 	fl.IntVar(&ef.k, "k", 1, "pass@k's k; also the samples per task unless --samples is given")
 	fl.IntVar(&ef.samples, "samples", 0, "trajectories per task, n >= k (default: k)")
 	fl.BoolVar(&ef.json, "json", false, "print one JSON object instead of the table")
@@ -103,7 +104,7 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *servedF
 	var base *sampling.Settings
 	trainedDir, seed := "", ef.sf.seed
 	if flags.config != "" {
-		c, err := flags.loadConfig(stderr)
+		c, err := train.LoadConfig(flags.config, grpo.Load, flags.over, stderr)
 		if err != nil {
 			return err
 		}
@@ -113,9 +114,9 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *servedF
 			seed = cfg.Seed
 		}
 	} else {
-		cfg.Inputs, cfg.OutputDir = flags.in, flags.outputDir
-		if flags.in.Model != "" && !ef.golden && !served.given() {
-			trainedDir = flags.in.Model
+		cfg.Inputs, cfg.OutputDir = flags.over.Inputs, flags.over.OutputDir
+		if flags.over.Model != "" && !ef.golden && !served.given() {
+			trainedDir = flags.over.Model
 		}
 	}
 	from, err := ef.sf.resolve(base, trainedDir)
@@ -144,14 +145,14 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *servedF
 		return errors.New("--tasks is required")
 	}
 
-	if served.given() && (ef.golden || flags.in.Model != "") {
+	if served.given() && (ef.golden || flags.over.Model != "") {
 		return errors.New("give one policy: --policy (a served model), --model or --golden")
 	}
 	in := cfg.Inputs.OnePhase()
 	if in.Engine, err = engineOf(cmd, cfg.Engine); err != nil {
 		return err
 	}
-	ws, err := served.load(cmd, in, ef.golden && flags.in.Model == "", flags.skipBadTasks)
+	ws, err := served.load(cmd, in, ef.golden && flags.over.Model == "", flags.skipBadTasks)
 	if err != nil {
 		return err
 	}

@@ -3,77 +3,32 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
 
-	"github.com/mcprl/mcprl/grpo"
 	"github.com/mcprl/mcprl/inputs"
-	"github.com/mcprl/mcprl/sft"
 	"github.com/mcprl/mcprl/train"
 )
 
 // runFlags are the shared command-line shapes of train, sft and eval.
 type runFlags struct {
-	in                      train.Inputs // --model, --tasks, --fixtures, --dsn
-	config, outputDir       string
-	maxSteps                int
+	config                  string
+	over                    train.Overrides // --model, --tasks, --fixtures, --dsn, --output-dir, --max-steps
 	skipBadTasks, overwrite bool
 }
 
 func (f *runFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.config, "config", "", "YAML config with TRL GRPOConfig/TrainingArguments names (required)")
-	fl.StringVar(&f.in.Model, "model", "", "HF-format model directory with tokenizer files (overrides the config's model)")
-	fl.StringVar(&f.in.Tasks, "tasks", "", "tasks JSONL file (overrides the config's tasks)")
-	fl.StringVar(&f.in.Fixtures, "fixtures", "", "directory of fixtures, each named by a task's \"fixture\" (overrides the config's fixtures)")
-	fl.StringVar(&f.outputDir, "output-dir", "", "where checkpoints, metrics.jsonl and final/ go (overrides output_dir)")
-	fl.StringVar(&f.in.DSN, "dsn", "", "PostgreSQL DSN for the sandboxes' databases (default: the config's dsn, else embedded SQLite)")
-	fl.IntVar(&f.maxSteps, "max-steps", 0, "optimizer steps to run (overrides max_steps when > 0)")
+	fl.StringVar(&f.over.Model, "model", "", "HF-format model directory with tokenizer files (overrides the config's model)")
+	fl.StringVar(&f.over.Tasks, "tasks", "", "tasks JSONL file (overrides the config's tasks)")
+	fl.StringVar(&f.over.Fixtures, "fixtures", "", "directory of fixtures, each named by a task's \"fixture\" (overrides the config's fixtures)")
+	fl.StringVar(&f.over.OutputDir, "output-dir", "", "where checkpoints, metrics.jsonl and final/ go (overrides output_dir)")
+	fl.StringVar(&f.over.DSN, "dsn", "", "PostgreSQL DSN for the sandboxes' databases (default: the config's dsn, else embedded SQLite)")
+	fl.IntVar(&f.over.MaxSteps, "max-steps", 0, "optimizer steps to run (overrides max_steps when > 0)")
 	fl.BoolVar(&f.overwrite, "overwrite_output_dir", false, "start over in an output dir that holds an earlier run's checkpoints, final/ and metrics.jsonl (they are deleted); TRL's name")
 	fl.BoolVar(&f.skipBadTasks, "skip-bad-tasks", false, "skip bad lines of the tasks file (listed, counted and written to skipped_tasks.txt in the output dir) instead of failing")
-}
-
-// loadConfig reads a train (GRPO) config and applies the flags over it.
-func (f *runFlags) loadConfig(warn io.Writer) (*grpo.Config, error) {
-	if f.config == "" {
-		return nil, errors.New("--config is required")
-	}
-	cfg, err := grpo.Load(f.config)
-	if err != nil {
-		return nil, err
-	}
-	f.override(&cfg.Arguments, &cfg.Inputs, cfg.Ignored, warn)
-	return cfg, nil
-}
-
-// loadSFTConfig reads an sft config and applies the flags over it.
-func (f *runFlags) loadSFTConfig(warn io.Writer) (*sft.Config, error) {
-	if f.config == "" {
-		return nil, errors.New("--config is required")
-	}
-	cfg, err := sft.Load(f.config)
-	if err != nil {
-		return nil, err
-	}
-	f.override(&cfg.Arguments, &cfg.Inputs, cfg.Ignored, warn)
-	return cfg, nil
-}
-
-// override applies the flags given over a config's values and notes the
-// config's keys that change nothing.
-func (f *runFlags) override(args *train.Arguments, in *train.Inputs, ignored []string, warn io.Writer) {
-	*in = in.Over(f.in)
-	if f.outputDir != "" {
-		args.OutputDir = f.outputDir
-	}
-	if f.maxSteps > 0 {
-		args.MaxSteps = f.maxSteps
-	}
-	for _, k := range ignored {
-		fmt.Fprintf(warn, "note: %s: TRL option %s changes nothing in mcprl\n", f.config, k)
-	}
 }
 
 // load opens in's model (weights and tokenizer files) on its engine (see

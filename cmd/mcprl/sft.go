@@ -25,7 +25,7 @@ metrics.jsonl and final/ to output_dir in the same format as train.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			stderr := cmd.ErrOrStderr()
-			cfg, err := flags.loadSFTConfig(stderr)
+			cfg, err := train.LoadConfig(flags.config, sft.Load, flags.over, stderr)
 			if err != nil {
 				return err
 			}

@@ -30,7 +30,7 @@ that holds an earlier run's outputs unless --overwrite_output_dir deletes them.`
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			stderr := cmd.ErrOrStderr()
-			cfg, err := flags.loadConfig(stderr)
+			cfg, err := train.LoadConfig(flags.config, grpo.Load, flags.over, stderr)
 			if err != nil {
 				return err
 			}
@@ -54,25 +54,9 @@ that holds an earlier run's outputs unless --overwrite_output_dir deletes them.`
 			if ckpt != "" {
 				fmt.Fprintf(stderr, "resuming from %s\n", ckpt) // after the engine line
 			}
-			if err := cfg.PeftArguments.Attach(ws.Model, ws.ModelDir, cfg.Seed, stderr); err != nil {
-				return fmt.Errorf("%s: %w", flags.config, err)
-			}
-			if err := ws.WriteSkipped(cfg.OutputDir); err != nil {
-				return err
-			}
-			rewards, err := cfg.RewardFuncs()
+			t, err := grpo.NewTrainer(cfg, flags.config, ws, stderr)
 			if err != nil {
-				return fmt.Errorf("%s: %w", flags.config, err)
-			}
-			t := &grpo.Trainer{
-				Config: cfg, Model: ws.Model, Tokenizer: ws.Tokenizer, Template: ws.Template, TokenizerDir: ws.ModelDir,
-				Tasks: ws.Tasks, Sandboxes: ws.Sandboxes, Rewards: rewards, Weights: cfg.RewardWeights(),
-				Progress: stderr, SamplingBackend: ws.SamplingBackend(),
-			}
-			if cfg.Beta > 0 {
-				if t.Ref, err = model.Load(ws.Model.Backend, cfg.Model); err != nil {
-					return fmt.Errorf("reference model: %w", err)
-				}
+				return err
 			}
 			if err := t.Train(ctx, resume); err != nil {
 				return err
@@ -83,6 +67,6 @@ that holds an earlier run's outputs unless --overwrite_output_dir deletes them.`
 	}
 	flags.register(cmd)
 	cmd.Flags().BoolVar(&resume, "resume", false, "continue from the newest complete checkpoint in output_dir")
-	cmd.Flags().StringVar((*string)(&flags.in.SamplingEngine), "sampling-engine", "", "the engine rollouts sample on, a copy of the weights refreshed after optimizer steps: "+model.Engines+" (default: the config's sampling_engine, else the training engine)")
+	cmd.Flags().StringVar((*string)(&flags.over.SamplingEngine), "sampling-engine", "", "the engine rollouts sample on, a copy of the weights refreshed after optimizer steps: "+model.Engines+" (default: the config's sampling_engine, else the training engine)")
 	return cmd
 }
