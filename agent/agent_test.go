@@ -33,19 +33,15 @@ func TestConverse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var script [][]int32
+	var script [][]int
 	for _, turn := range []string{
 		"<tool_call>\n{\"name\": \"query_database\", \"arguments\": {\"sql\": \"SELECT COUNT(*) FROM customers WHERE status = 'inactive'\"}}\n</tool_call>",
 		"7 customers are inactive.<|im_end|>",
 	} {
-		var ids []int32
-		for _, id := range tok.Encode(turn) {
-			ids = append(ids, int32(id))
-		}
-		script = append(script, ids)
+		script = append(script, tok.Encode(turn))
 	}
 	a := &agent.Agent{
-		Runner: &rollout.Runner{Policy: &rollout.Script{Scripts: [][][]int32{script}}, Tokenizer: tok, Template: tpl,
+		Runner: &rollout.Runner{Policy: &rollout.Script{Scripts: [][][]int{script}}, Tokenizer: tok, Template: tpl,
 			Config: rollout.Config{MaxCompletionLength: 512, MaxToolCallingIterations: 2}},
 		Sandbox: f,
 	}

@@ -24,7 +24,7 @@ type Trajectory struct {
 	// token the policy sampled, 0 for prompt and tool-output tokens.
 	// OldLogProbs holds the sampling policy's log-prob of each token (0 where
 	// Mask is 0).
-	Tokens      []int32
+	Tokens      []int
 	Mask        []uint8
 	OldLogProbs []float32
 	PromptLen   int

@@ -90,15 +90,15 @@ func Fixed(p policy.Policy) PolicyFor {
 // answer, the script goes on: it is an agent that cannot adapt.
 func Scripted(tok *tokenizer.Tokenizer, turns func(*task.Task) ([]string, error)) PolicyFor {
 	return func(tasks []*task.Task, n int) (policy.Policy, error) {
-		scripts := make([][][]int32, 0, len(tasks)*n)
+		scripts := make([][][]int, 0, len(tasks)*n)
 		for _, t := range tasks {
 			texts, err := turns(t)
 			if err != nil {
 				return nil, err
 			}
-			script := make([][]int32, len(texts))
+			script := make([][]int, len(texts))
 			for i, s := range texts {
-				script[i] = rollout.TrajectoryIDs(tok.Encode(s))
+				script[i] = tok.Encode(s)
 			}
 			for range n {
 				scripts = append(scripts, script)

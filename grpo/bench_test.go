@@ -60,7 +60,7 @@ func BenchmarkGRPOStep(b *testing.B) {
 	for i := range batch {
 		tr := &chat.Trajectory{}
 		for j := range prompt + completion {
-			tr.Tokens = append(tr.Tokens, int32((i*131+j*17)%v))
+			tr.Tokens = append(tr.Tokens, (i*131+j*17)%v)
 			tr.Mask = append(tr.Mask, uint8(min(1, j/prompt)))
 		}
 		gen.trajs = append(gen.trajs, tr)

@@ -42,7 +42,7 @@ func TestLoRADropoutInLoss(t *testing.T) {
 		for i := range 4 {
 			traj := &chat.Trajectory{}
 			for j := range prompt + completion {
-				traj.Tokens = append(traj.Tokens, int32((i*131+j*17)%256))
+				traj.Tokens = append(traj.Tokens, (i*131+j*17)%256)
 				traj.Mask = append(traj.Mask, uint8(min(1, j/prompt)))
 			}
 			gen.trajs = append(gen.trajs, traj)

@@ -64,7 +64,7 @@ func TestCreditOpeners(t *testing.T) {
 		}
 		tj := &chat.Trajectory{}
 		for i, id := range ids {
-			tj.Tokens = append(tj.Tokens, int32(id))
+			tj.Tokens = append(tj.Tokens, id)
 			own := i >= len(p)+len(opener) || (!forced && i >= len(p))
 			tj.Mask = append(tj.Mask, map[bool]uint8{true: 1}[own])
 			tj.OldLogProbs = append(tj.OldLogProbs, map[bool]float32{true: -0.5}[own])
@@ -92,7 +92,9 @@ func TestCreditOpeners(t *testing.T) {
 	want := 0.0
 	for i, b := range branches {
 		row := make([]int32, len(b.Tokens))
-		copy(row, b.Tokens)
+		for k, id := range b.Tokens {
+			row[k] = int32(id)
+		}
 		ones := make([]int32, len(row))
 		for k := range ones {
 			ones[k] = 1

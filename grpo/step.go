@@ -38,12 +38,10 @@ func (t *Trainer) microBatch(gen *generation, from, to int) (tokens, attn, mask,
 	advs := make([]float32, to-from)
 	for b := range seqs {
 		tr := gen.trajs[from+b]
-		seqs[b] = make([]int, len(tr.Tokens))
+		seqs[b] = tr.Tokens
 		masks[b] = make([]float32, len(tr.Tokens))
-		zero := t.Config.MaskTruncatedCompletions && tr.Truncated
-		for i, id := range tr.Tokens {
-			seqs[b][i] = int(id)
-			if !zero {
+		if !t.Config.MaskTruncatedCompletions || !tr.Truncated {
+			for i := range tr.Tokens {
 				masks[b][i] = float32(tr.Mask[i])
 			}
 		}

@@ -23,7 +23,7 @@ import (
 // completion cut at max_completion_length, Error one ended by its sandbox.
 func TestTrajectoryMetricsValues(t *testing.T) {
 	traj := func(prompt, completion int) *chat.Trajectory {
-		return &chat.Trajectory{Tokens: make([]int32, prompt+completion), PromptLen: prompt}
+		return &chat.Trajectory{Tokens: make([]int, prompt+completion), PromptLen: prompt}
 	}
 	ok := chat.CallResult{}
 	malformed := chat.CallResult{ParseError: "invalid JSON", IsError: true}
@@ -292,7 +292,7 @@ func TestImportanceSamplingInTrainingGraph(t *testing.T) {
 		for i := range batch {
 			tj := &chat.Trajectory{}
 			for j := range length {
-				tj.Tokens = append(tj.Tokens, int32((i*131+j*17)%300))
+				tj.Tokens = append(tj.Tokens, (i*131+j*17)%300)
 				tj.Mask = append(tj.Mask, uint8(min(1, j/(prompt+i))))
 			}
 			gen.trajs = append(gen.trajs, tj)

@@ -28,14 +28,14 @@ import (
 // (max_tool_calling_iterations 2), on the seed task and its live sandbox.
 
 // benchModel is the default tiny policy shape, untied, writing the chain.
-func benchModel(b *testing.B) (*model.Model, []int32) {
+func benchModel(b *testing.B) (*model.Model, []int) {
 	b.Helper()
 	tok, _ := smallTokenizer(b)
 	backend, err := model.NewBackend("")
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg := model.TinyConfig(tokenizer.SmallVocabSize, -1, int(tokenID(b, tok, "<|im_end|>")))
+	cfg := model.TinyConfig(tokenizer.SmallVocabSize, -1, tokenID(b, tok, "<|im_end|>"))
 	cfg.TieWordEmbeddings = false
 	m, err := model.New(backend, cfg, 1)
 	if err != nil {
@@ -44,7 +44,7 @@ func benchModel(b *testing.B) (*model.Model, []int32) {
 	nl := tokenID(b, tok, "\n")
 	stop := tokenID(b, tok, "</tool_call>")
 	body := distinctIDs(b, tok, "<tool_call>{\"name\": \"query_database\"\n}", nl, stop)
-	chain := append(append([]int32{nl}, body...), stop)
+	chain := append(append([]int{nl}, body...), stop)
 	// Layers write nothing into the residual stream (their outputs'
 	// projections are zero: same compute, exact chain) so that the deeper
 	// model follows the chain too.
@@ -129,7 +129,7 @@ func BenchmarkRolloutOutsideModel(b *testing.B) {
 	f := newFactory(b, loadFixture(b, customersDir), sandbox.Options{})
 	p := &model.Policy{M: m, CompletionSlots: benchCompletionSlots}
 	benchRun(b, p, f, n)
-	replay := &rollout.Script{Scripts: [][][]int32{{chain[1:], chain[1:], chain[1:]}}}
+	replay := &rollout.Script{Scripts: [][][]int{{chain[1:], chain[1:], chain[1:]}}}
 	var total, inside, scripted time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

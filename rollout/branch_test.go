@@ -44,7 +44,7 @@ func TestBranchAtSetback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := runner(t, &rollout.Script{Scripts: [][][]int32{script(t, root...)}}, rollout.Config{NumGenerations: 2, MaxCompletionLength: 2048, MaxToolCallingIterations: 5})
+	r := runner(t, &rollout.Script{Scripts: [][][]int{script(t, root...)}}, rollout.Config{NumGenerations: 2, MaxCompletionLength: 2048, MaxToolCallingIterations: 5})
 	r.Rewards = []reward.Func{countOrders{}}
 	r.Branching = triggers
 	roots, err := r.Run(context.Background(), []rollout.Job{{Task: seedTask(), Factory: f}})
@@ -67,7 +67,7 @@ func TestBranchAtSetback(t *testing.T) {
 		call("query_database", `{"sql": "DELETE FROM orders WHERE id <= 20"}`),
 		"There are 30 orders.<|im_end|>",
 	}
-	r.Policy = &rollout.Script{Scripts: [][][]int32{script(t, branches...), script(t, "I could not tell.<|im_end|>")}}
+	r.Policy = &rollout.Script{Scripts: [][][]int{script(t, branches...), script(t, "I could not tell.<|im_end|>")}}
 	got, err := r.Branch(context.Background(), roots, 2, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +122,7 @@ func TestBranchForcedOpener(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := []string{call("query_database", `{"sql": "SELECT COUNT(*) FROM custmers"}`), "None.<|im_end|>"}
-	r := runner(t, &rollout.Script{Scripts: [][][]int32{script(t, root...)}}, rollout.Config{NumGenerations: 1, MaxCompletionLength: 2048, MaxToolCallingIterations: 3})
+	r := runner(t, &rollout.Script{Scripts: [][][]int{script(t, root...)}}, rollout.Config{NumGenerations: 1, MaxCompletionLength: 2048, MaxToolCallingIterations: 3})
 	r.Branching = triggers
 	roots, err := r.Run(context.Background(), []rollout.Job{{Task: seedTask(), Factory: f}})
 	if err != nil {
@@ -130,7 +130,7 @@ func TestBranchForcedOpener(t *testing.T) {
 	}
 	defer roots[0].Setback.Close()
 	body := strings.TrimPrefix(call("query_database", `{"sql": "SELECT COUNT(*) FROM customers"}`), rollout.ForcedOpener)
-	r.Policy = &rollout.Script{Scripts: [][][]int32{
+	r.Policy = &rollout.Script{Scripts: [][][]int{
 		script(t, body, "There are 36 customers.<|im_end|>"),
 		script(t, "I could not tell.<|im_end|>"),
 		script(t, "I could not tell.<|im_end|>"),

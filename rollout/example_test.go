@@ -21,15 +21,9 @@ func ExampleRunner_Run() {
 	f, _ := sandbox.NewFactory(ctx, fx, sandbox.Options{})
 	defer f.Close()
 
-	turn := func(s string) []int32 {
-		var ids []int32
-		for _, id := range tok.Encode(s) {
-			ids = append(ids, int32(id))
-		}
-		return ids
-	}
+	turn := tok.Encode
 	r := &rollout.Runner{
-		Policy: &rollout.Script{Scripts: [][][]int32{{
+		Policy: &rollout.Script{Scripts: [][][]int{{
 			turn("<tool_call>\n{\"name\": \"query_database\", \"arguments\": {\"sql\": \"SELECT COUNT(*) AS n FROM customers WHERE status = 'inactive'\"}}\n</tool_call>"),
 			turn("There are 7 inactive customers.<|im_end|>"),
 		}}},

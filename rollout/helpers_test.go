@@ -60,7 +60,7 @@ func smallTokenizer(t testing.TB) (*tokenizer.Tokenizer, *tokenizer.Template) {
 	return tokVal, tplVal
 }
 
-func tokenID(t testing.TB, tok *tokenizer.Tokenizer, s string) int32 {
+func tokenID(t testing.TB, tok *tokenizer.Tokenizer, s string) int {
 	t.Helper()
 	id, ok := tok.TokenID(s)
 	if !ok {
@@ -70,25 +70,12 @@ func tokenID(t testing.TB, tok *tokenizer.Tokenizer, s string) int32 {
 		}
 		id = ids[0]
 	}
-	return int32(id)
+	return id
 }
 
-func encode(tok *tokenizer.Tokenizer, s string) []int32 {
-	ids := tok.Encode(s)
-	out := make([]int32, len(ids))
-	for i, id := range ids {
-		out[i] = int32(id)
-	}
-	return out
-}
+func encode(tok *tokenizer.Tokenizer, s string) []int { return tok.Encode(s) }
 
-func decode(tok *tokenizer.Tokenizer, ids []int32) string {
-	out := make([]int, len(ids))
-	for i, id := range ids {
-		out[i] = int(id)
-	}
-	return tok.Decode(out)
-}
+func decode(tok *tokenizer.Tokenizer, ids []int) string { return tok.Decode(ids) }
 
 func loadFixture(t testing.TB, dir string) *task.Fixture {
 	t.Helper()
@@ -135,7 +122,7 @@ func tinyModel(t testing.TB, seed uint64, tied bool) *model.Model {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := model.TinyConfig(tokenizer.SmallVocabSize, -1, int(tokenID(t, tok, "<|im_end|>")))
+	cfg := model.TinyConfig(tokenizer.SmallVocabSize, -1, tokenID(t, tok, "<|im_end|>"))
 	cfg.HiddenSize, cfg.IntermediateSize, cfg.NumHiddenLayers = 64, 128, 1
 	cfg.NumAttentionHeads, cfg.NumKeyValueHeads = 4, 2
 	cfg.TieWordEmbeddings = tied
@@ -152,13 +139,13 @@ func tinyModel(t testing.TB, seed uint64, tied bool) *model.Model {
 // close to its last token's embedding, so row chain[k+1] of lm_head is set
 // to a large multiple of chain[k]'s embedding. The model is a real Qwen2
 // with a real KV cache; only its weights are chosen.
-func chainModel(t testing.TB, seed uint64, chain []int32) *model.Model {
+func chainModel(t testing.TB, seed uint64, chain []int) *model.Model {
 	t.Helper()
 	return chainWeights(t, tinyModel(t, seed, false), chain)
 }
 
 // chainWeights rewrites m's untied lm_head so that it greedily follows chain.
-func chainWeights(t testing.TB, m *model.Model, chain []int32) *model.Model {
+func chainWeights(t testing.TB, m *model.Model, chain []int) *model.Model {
 	t.Helper()
 	d, v := m.Config.HiddenSize, m.Config.VocabSize
 	emb := m.Ctx.GetVariableByScopeAndName("/model/embed_tokens", "weight")
@@ -172,11 +159,11 @@ func chainWeights(t testing.TB, m *model.Model, chain []int32) *model.Model {
 		a, b := chain[k], chain[k+1]
 		norm := 0.0
 		for j := 0; j < d; j++ {
-			norm += float64(e[int(a)*d+j]) * float64(e[int(a)*d+j])
+			norm += float64(e[a*d+j]) * float64(e[a*d+j])
 		}
 		scale := float32(40 / math.Sqrt(norm))
 		for j := 0; j < d; j++ {
-			w[int(b)*d+j] += scale * e[int(a)*d+j]
+			w[b*d+j] += scale * e[a*d+j]
 		}
 	}
 	if err := head.SetValue(tensors.FromFlatDataAndDimensions(w, v, d)); err != nil {
@@ -276,14 +263,14 @@ func (b *recBatch) Close() error {
 // on sampled ids; the old log-probs are the sampled ones.
 func checkTokenInTokenOut(t *testing.T, b *recBatch, i int, tr *chat.Trajectory) {
 	t.Helper()
-	var ids []int32
+	var ids []int
 	var mask []uint8
 	var lps []float32
-	ids = append(ids, rollout.TrajectoryIDs(b.prompts[i])...)
+	ids = append(ids, b.prompts[i]...)
 	mask = append(mask, make([]uint8, len(b.prompts[i]))...)
 	lps = append(lps, make([]float32, len(b.prompts[i]))...)
 	for _, e := range b.events[i] {
-		ids = append(ids, rollout.TrajectoryIDs(e.ids)...)
+		ids = append(ids, e.ids...)
 		for k := range e.ids {
 			if e.sampled {
 				mask = append(mask, 1)
@@ -328,26 +315,26 @@ func equal[T comparable](a, b []T) bool {
 // distinctIDs spells text with vocabulary tokens that are all different
 // from each other and from avoid (a path through the vocabulary that a
 // first-order chain can follow), preferring long tokens.
-func distinctIDs(t testing.TB, tok *tokenizer.Tokenizer, text string, avoid ...int32) []int32 {
+func distinctIDs(t testing.TB, tok *tokenizer.Tokenizer, text string, avoid ...int) []int {
 	t.Helper()
 	pieces := make([]string, tokenizer.SmallVocabSize)
 	for id := range pieces {
 		pieces[id] = tok.Decode([]int{id})
 	}
-	used := map[int32]bool{}
+	used := map[int]bool{}
 	for _, a := range avoid {
 		used[a] = true
 	}
-	var path []int32
+	var path []int
 	var dfs func(pos int) bool
 	dfs = func(pos int) bool {
 		if pos == len(text) {
 			return true
 		}
-		var cands []int32
+		var cands []int
 		for id, p := range pieces {
-			if p != "" && !used[int32(id)] && len(p) <= len(text)-pos && text[pos:pos+len(p)] == p {
-				cands = append(cands, int32(id))
+			if p != "" && !used[id] && len(p) <= len(text)-pos && text[pos:pos+len(p)] == p {
+				cands = append(cands, id)
 			}
 		}
 		// longest first
@@ -393,13 +380,13 @@ func toolcallSchemas(f *sandbox.Factory) []json.RawMessage {
 
 // chainPolicyModel is a chainModel that greedily writes, after the
 // generation prompt's "\n", the call <tool_call>{"name": "query_database"\n}</tool_call>.
-func chainPolicyModel(t testing.TB) (*model.Model, []int32) {
+func chainPolicyModel(t testing.TB) (*model.Model, []int) {
 	t.Helper()
 	tok, _ := smallTokenizer(t)
 	nl := tokenID(t, tok, "\n")
 	stop := tokenID(t, tok, "</tool_call>")
 	body := distinctIDs(t, tok, "<tool_call>{\"name\": \"query_database\"\n}", nl, stop)
-	chain := append(append([]int32{nl}, body...), stop)
+	chain := append(append([]int{nl}, body...), stop)
 	return chainModel(t, 1, chain), chain
 }
 
@@ -418,9 +405,7 @@ func checkOldLogProbs(t *testing.T, m *model.Model, trajs []*rollout.Result) {
 	seqs := make([][]int, len(trajs))
 	for i, tr := range trajs {
 		longest = max(longest, len(tr.Tokens))
-		for _, id := range tr.Tokens {
-			seqs[i] = append(seqs[i], int(id))
-		}
+		seqs[i] = tr.Tokens
 	}
 	length := model.Bucket(longest)
 	tokens, attn, err := model.PadBatch(seqs, length, 0, false)

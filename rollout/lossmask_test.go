@@ -39,7 +39,7 @@ func TestLossMaskZeroGradient(t *testing.T) {
 	for i, tr := range trajs {
 		longest = max(longest, len(tr.Tokens))
 		for k, id := range tr.Tokens {
-			seqs[i] = append(seqs[i], int(id))
+			seqs[i] = append(seqs[i], id)
 			masks[i] = append(masks[i], float32(tr.Mask[k]))
 			// Old log-probs a little off the current ones, so ratios are not all 1.
 			olds[i] = append(olds[i], tr.OldLogProbs[k]+0.05*float32(k%3-1))

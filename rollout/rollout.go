@@ -96,7 +96,7 @@ func (r *Runner) Run(ctx context.Context, jobs []Job) ([]*Result, error) {
 		for g := 0; g < n; g++ {
 			s := &state{job: job, messages: append([]chat.Message(nil), st.messages...), tools: st.tools, offered: st.offered, res: &Result{Trajectory: &chat.Trajectory{}, Task: job.Task}}
 			s.traj = s.res.Trajectory
-			s.traj.Tokens = TrajectoryIDs(st.ids)
+			s.traj.Tokens = append([]int(nil), st.ids...)
 			s.traj.Mask = make([]uint8, len(st.ids))
 			s.traj.OldLogProbs = make([]float32, len(st.ids))
 			s.traj.PromptLen = len(st.ids)
@@ -139,7 +139,7 @@ func (r *Runner) Branch(ctx context.Context, roots []*Result, n, forced int) ([]
 		for k := range n {
 			tr := root.Trajectory
 			res := &Result{Task: root.Task, BranchAt: sb.Len, Trajectory: &chat.Trajectory{
-				Tokens:      append([]int32(nil), tr.Tokens[:sb.Len]...),
+				Tokens:      append([]int(nil), tr.Tokens[:sb.Len]...),
 				Mask:        append([]uint8(nil), tr.Mask[:sb.Len]...),
 				OldLogProbs: append([]float32(nil), tr.OldLogProbs[:sb.Len]...),
 				PromptLen:   tr.PromptLen,
@@ -152,7 +152,7 @@ func (r *Runner) Branch(ctx context.Context, roots []*Result, n, forced int) ([]
 			if k < forced {
 				res.Forced = true
 				s.forced = opener
-				res.Tokens = append(res.Tokens, TrajectoryIDs(opener)...)
+				res.Tokens = append(res.Tokens, opener...)
 				res.Mask = append(res.Mask, make([]uint8, len(opener))...)
 				res.OldLogProbs = append(res.OldLogProbs, make([]float32, len(opener))...)
 			}
@@ -193,7 +193,7 @@ func (r *Runner) run(ctx context.Context, states []*state, opts policy.SampleOpt
 	}()
 	prompts := make([][]int, len(states))
 	for i, s := range states {
-		prompts[i] = policyIDs(s.traj.Tokens)
+		prompts[i] = append([]int(nil), s.traj.Tokens...)
 	}
 
 	var finishing sync.WaitGroup
@@ -458,7 +458,7 @@ func (r *Runner) turn(ctx context.Context, s *state, sample policy.Sample, stops
 		t.Truncated = true
 		return nil
 	}
-	t.Tokens = append(t.Tokens, TrajectoryIDs(sample.IDs)...)
+	t.Tokens = append(t.Tokens, sample.IDs...)
 	for k := range sample.IDs {
 		t.Mask = append(t.Mask, 1)
 		lp := float32(0)
@@ -550,7 +550,7 @@ func (r *Runner) turn(ctx context.Context, s *state, sample policy.Sample, stops
 		t.Truncated = true
 		return nil
 	}
-	t.Tokens = append(t.Tokens, TrajectoryIDs(obs)...)
+	t.Tokens = append(t.Tokens, obs...)
 	for range obs {
 		t.Mask = append(t.Mask, 0)
 		t.OldLogProbs = append(t.OldLogProbs, 0)

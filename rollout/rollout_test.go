@@ -72,9 +72,9 @@ func call(name, args string) string {
 }
 
 // script encodes turns as token lists (a Replay script).
-func script(t testing.TB, turns ...string) [][]int32 {
+func script(t testing.TB, turns ...string) [][]int {
 	tok, _ := smallTokenizer(t)
-	var out [][]int32
+	var out [][]int
 	for _, s := range turns {
 		out = append(out, encode(tok, s))
 	}
@@ -123,7 +123,7 @@ func TestGoldenReplay(t *testing.T) {
 		if !withSystem {
 			tk.SystemPrompt = ""
 		}
-		rec := &recorder{P: &rollout.Script{Scripts: [][][]int32{script(t, turns...)}}}
+		rec := &recorder{P: &rollout.Script{Scripts: [][][]int{script(t, turns...)}}}
 		r := runner(t, rec, rollout.Config{NumGenerations: 2, MaxCompletionLength: 1024, MaxToolCallingIterations: 5})
 		trajs, err := r.Run(context.Background(), []rollout.Job{{Task: tk, Factory: f}})
 		if err != nil {
@@ -179,7 +179,7 @@ func TestMalformedCalls(t *testing.T) {
 		call("query_database", `{"sql": "SELEC nonsense"}`),
 		"<tool_call>\n{\"name\": \"query_database\"<|im_end|>",
 	}
-	rec := &recorder{P: &rollout.Script{Scripts: [][][]int32{script(t, turns...)}}}
+	rec := &recorder{P: &rollout.Script{Scripts: [][][]int{script(t, turns...)}}}
 	r := runner(t, rec, rollout.Config{NumGenerations: 1, MaxCompletionLength: 2048, MaxToolCallingIterations: 10})
 	tk := seedTask()
 	trajs, err := r.Run(context.Background(), []rollout.Job{{Task: tk, Factory: f}})
@@ -305,7 +305,7 @@ func TestToolServerFailures(t *testing.T) {
 			good := script(t, call("query_database", `{"sql": "SELECT COUNT(*) FROM customers"}`), "36 customers.<|im_end|>")
 			bad := script(t, call(tool, `{}`), "never reached<|im_end|>")
 			var finished []string
-			r := runner(t, &rollout.Script{Scripts: [][][]int32{bad, good, good}}, rollout.Config{NumGenerations: 3, MaxCompletionLength: 512, MaxToolCallingIterations: 3})
+			r := runner(t, &rollout.Script{Scripts: [][][]int{bad, good, good}}, rollout.Config{NumGenerations: 3, MaxCompletionLength: 512, MaxToolCallingIterations: 3})
 			r.Rewards = []reward.Func{sandboxReward(func(ctx context.Context, sb *sandbox.Sandbox) error {
 				_, err := sb.DB().Oracle(ctx, "SELECT 1")
 				return err
@@ -343,7 +343,7 @@ func TestLimits(t *testing.T) {
 	f := newFactory(t, loadFixture(t, customersDir), sandbox.Options{})
 	q := call("query_database", `{"sql": "SELECT COUNT(*) FROM customers"}`)
 	long := strings.Repeat("All customers are fine. ", 40) + "<|im_end|>"
-	rec := &recorder{P: &rollout.Script{Scripts: [][][]int32{script(t, q, q, q, q, q)}}}
+	rec := &recorder{P: &rollout.Script{Scripts: [][][]int{script(t, q, q, q, q, q)}}}
 	r := runner(t, rec, rollout.Config{NumGenerations: 1, MaxCompletionLength: 1000, MaxToolCallingIterations: 2})
 	trajs, err := r.Run(context.Background(), []rollout.Job{{Task: seedTask(), Factory: f}})
 	if err != nil {
@@ -351,7 +351,7 @@ func TestLimits(t *testing.T) {
 	}
 	iter := trajs[0].Trajectory
 	checkTokenInTokenOut(t, rec.batches[0], 0, iter)
-	rec = &recorder{P: &rollout.Script{Scripts: [][][]int32{script(t, long)}}}
+	rec = &recorder{P: &rollout.Script{Scripts: [][][]int{script(t, long)}}}
 	r = runner(t, rec, rollout.Config{NumGenerations: 1, MaxCompletionLength: 150, MaxToolCallingIterations: 2})
 	if trajs, err = r.Run(context.Background(), []rollout.Job{{Task: seedTask(), Factory: f}}); err != nil {
 		t.Fatal(err)
@@ -365,7 +365,7 @@ func TestLimits(t *testing.T) {
 		t.Errorf("length: truncated %v, %d completion tokens", length.Truncated, len(length.Tokens)-length.PromptLen)
 	}
 	// An observation that does not fit ends the trajectory before it.
-	rec = &recorder{P: &rollout.Script{Scripts: [][][]int32{script(t, q, q)}}}
+	rec = &recorder{P: &rollout.Script{Scripts: [][][]int{script(t, q, q)}}}
 	r = runner(t, rec, rollout.Config{NumGenerations: 1, MaxCompletionLength: 60, MaxToolCallingIterations: 5})
 	trajs, err = r.Run(context.Background(), []rollout.Job{{Task: seedTask(), Factory: f}})
 	if err != nil {
@@ -384,7 +384,7 @@ func TestCancel(t *testing.T) {
 	before := runtime.NumGoroutine()
 	var sbs []*sandbox.Sandbox
 	hang := script(t, call("hang", `{}`), "x<|im_end|>")
-	r := runner(t, &rollout.Script{Scripts: [][][]int32{hang}}, rollout.Config{NumGenerations: 4, MaxCompletionLength: 512, MaxToolCallingIterations: 3})
+	r := runner(t, &rollout.Script{Scripts: [][][]int{hang}}, rollout.Config{NumGenerations: 4, MaxCompletionLength: 512, MaxToolCallingIterations: 3})
 	r.Rewards = []reward.Func{sandboxReward(func(_ context.Context, sb *sandbox.Sandbox) error {
 		sbs = append(sbs, sb)
 		return nil
@@ -426,7 +426,7 @@ func TestForksAndConcurrency(t *testing.T) {
 	del := script(t, call("query_database", `{"sql": "UPDATE customers SET status = 'active' WHERE status = 'inactive'"}`), count, "done<|im_end|>")
 	keep := script(t, call("sleep", `{"ms": 600}`), count, "done<|im_end|>")
 	const n = 6
-	r := runner(t, &rollout.Script{Scripts: [][][]int32{del, keep}}, rollout.Config{NumGenerations: n, MaxCompletionLength: 512, MaxToolCallingIterations: 3})
+	r := runner(t, &rollout.Script{Scripts: [][][]int{del, keep}}, rollout.Config{NumGenerations: n, MaxCompletionLength: 512, MaxToolCallingIterations: 3})
 	start := time.Now()
 	trajs, err := r.Run(context.Background(), []rollout.Job{{Task: seedTask(), Factory: f}})
 	if err != nil {
@@ -456,20 +456,20 @@ func TestForksAndConcurrency(t *testing.T) {
 func TestGreedyDeterminism(t *testing.T) {
 	f := newFactory(t, loadFixture(t, customersDir), sandbox.Options{})
 	m := tinyModel(t, 11, true)
-	run := func(temp float64, seed int64) [][]int32 {
+	run := func(temp float64, seed int64) [][]int {
 		r := runner(t, &model.Policy{M: m, Capacity: 256}, rollout.Config{NumGenerations: 3, MaxCompletionLength: 24, MaxToolCallingIterations: 2,
 			Sample: policy.SampleOptions{Temperature: temp, Seed: seed}})
 		trajs, err := r.Run(context.Background(), []rollout.Job{{Task: seedTask(), Factory: f}, {Task: seedTask(), Factory: f}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var out [][]int32
+		var out [][]int
 		for _, tr := range trajs {
 			out = append(out, tr.Tokens)
 		}
 		return out
 	}
-	same := func(a, b [][]int32) bool {
+	same := func(a, b [][]int) bool {
 		for i := range a {
 			if !equal(a[i], b[i]) {
 				return false
@@ -514,7 +514,7 @@ func TestPolicyFailureClosesSandboxes(t *testing.T) {
 	f := newFactory(t, loadFixture(t, customersDir), sandbox.Options{})
 	q := script(t, call("query_database", `{"sql": "SELECT 1"}`), "done<|im_end|>")
 	var sbs []*sandbox.Sandbox
-	r := runner(t, failingAppend{&rollout.Script{Scripts: [][][]int32{q}}}, rollout.Config{NumGenerations: 3, MaxCompletionLength: 512, MaxToolCallingIterations: 3})
+	r := runner(t, failingAppend{&rollout.Script{Scripts: [][][]int{q}}}, rollout.Config{NumGenerations: 3, MaxCompletionLength: 512, MaxToolCallingIterations: 3})
 	r.Rewards = []reward.Func{sandboxReward(func(_ context.Context, sb *sandbox.Sandbox) error {
 		sbs = append(sbs, sb)
 		return nil
@@ -564,7 +564,7 @@ func TestForkLost(t *testing.T) {
 	f := newFactory(t, loadFixture(t, customersDir), sandbox.Options{DSN: pgtest.DSN(t)})
 	good := script(t, call("query_database", `{"sql": "SELECT COUNT(*) FROM customers"}`), "36 customers.<|im_end|>")
 	bad := script(t, call("query_database", `{"sql": "SELECT repeat('x', 20000000)"}`), "never reached<|im_end|>")
-	r := runner(t, &rollout.Script{Scripts: [][][]int32{bad, good}}, rollout.Config{NumGenerations: 2, MaxCompletionLength: 512, MaxToolCallingIterations: 3})
+	r := runner(t, &rollout.Script{Scripts: [][][]int{bad, good}}, rollout.Config{NumGenerations: 2, MaxCompletionLength: 512, MaxToolCallingIterations: 3})
 	trajs, err := r.Run(context.Background(), []rollout.Job{{Task: seedTask(), Factory: f}})
 	if err != nil {
 		t.Fatal(err)

@@ -10,10 +10,9 @@ import (
 // Script is a scripted policy: sequence i of a batch answers its turns with
 // Scripts[i mod len(Scripts)], one token list per turn, whatever the
 // observations were. It drives rollouts of golden trajectories and of
-// recorded completions (mcprl score, eval of a golden agent). Its ids are
-// int32, as chat.Trajectory.Tokens' (TrajectoryIDs converts the tokenizer's).
+// recorded completions (mcprl score, eval of a golden agent).
 type Script struct {
-	Scripts [][][]int32
+	Scripts [][][]int
 }
 
 // NewBatch implements policy.Policy.
@@ -21,16 +20,9 @@ func (r *Script) NewBatch(ctx context.Context, prompts [][]int, opts policy.Samp
 	if len(r.Scripts) == 0 {
 		return nil, fmt.Errorf("script policy: no scripts")
 	}
-	scripts := make([][][]int, len(r.Scripts))
-	for i, turns := range r.Scripts {
-		scripts[i] = make([][]int, len(turns))
-		for k, ids := range turns {
-			scripts[i][k] = policyIDs(ids)
-		}
-	}
 	b := &scriptBatch{stop: map[int]bool{}, turn: make([]int, len(prompts)), seqs: make([][][]int, len(prompts))}
 	for i := range prompts {
-		b.seqs[i] = scripts[i%len(scripts)]
+		b.seqs[i] = r.Scripts[i%len(r.Scripts)]
 	}
 	for _, id := range opts.StopIDs {
 		b.stop[id] = true

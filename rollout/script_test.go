@@ -11,7 +11,7 @@ import (
 // TestScript: a script's turns come back in order, cut at a stop id or the
 // budget, whatever was appended.
 func TestScript(t *testing.T) {
-	r := &rollout.Script{Scripts: [][][]int32{{{1, 2, 9, 3}, {4, 5}}}}
+	r := &rollout.Script{Scripts: [][][]int{{{1, 2, 9, 3}, {4, 5}}}}
 	b, err := r.NewBatch(context.Background(), [][]int{{7}, {8}}, policy.SampleOptions{StopIDs: []int{9}})
 	if err != nil {
 		t.Fatal(err)

@@ -24,7 +24,7 @@ import (
 // Example is one tokenized golden trajectory.
 type Example struct {
 	TaskID string
-	Tokens []int32
+	Tokens []int
 	Mask   []uint8 // 1 on the assistant's tokens: what the loss covers
 	// Sample is the replayed trajectory as a run saves it (completions.jsonl) when a logging step
 	// trained on it.
@@ -48,7 +48,7 @@ func Demonstrated(jobs []rollout.Job) (kept []rollout.Job, skipped int) {
 // Examples replays the golden trajectory of every task through the rollout
 // loop, against each task's live sandbox, and returns the token streams.
 func Examples(ctx context.Context, tok *tokenizer.Tokenizer, tpl *tokenizer.Template, jobs []rollout.Job, maxPrompt, maxCompletion int) ([]Example, error) {
-	scripts := make([][][]int32, len(jobs))
+	scripts := make([][][]int, len(jobs))
 	iters := 0
 	for i, j := range jobs {
 		turns, err := task.GoldenTurns(j.Task, toolcall.RenderCall)
@@ -57,12 +57,7 @@ func Examples(ctx context.Context, tok *tokenizer.Tokenizer, tpl *tokenizer.Temp
 		}
 		iters = max(iters, len(turns))
 		for _, s := range turns {
-			ids := tok.Encode(s)
-			script := make([]int32, len(ids))
-			for k, id := range ids {
-				script[k] = int32(id)
-			}
-			scripts[i] = append(scripts[i], script)
+			scripts[i] = append(scripts[i], tok.Encode(s))
 		}
 	}
 	r := &rollout.Runner{
@@ -166,10 +161,9 @@ func (t *Trainer) Train(ctx context.Context) error {
 			ex := t.Examples[order[k%len(order)]]
 			samples[b] = ex.Sample
 			samples[b].Step, samples[b].Group = s+1, b
-			seqs[b] = make([]int, len(ex.Tokens))
+			seqs[b] = ex.Tokens
 			masks[b] = make([]float32, len(ex.Tokens))
-			for i, id := range ex.Tokens {
-				seqs[b][i] = int(id)
+			for i := range ex.Tokens {
 				masks[b][i] = float32(ex.Mask[i])
 			}
 		}

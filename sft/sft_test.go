@@ -25,14 +25,14 @@ func TestTrainLowersLoss(t *testing.T) {
 	ctx := context.Background()
 	tok, examples := quickExamples(t)
 	for _, ex := range examples {
-		text := tok.Decode(toInts(ex.Tokens))
+		text := tok.Decode(ex.Tokens)
 		if !strings.Contains(text, "<tool_response>") || !strings.Contains(text, "7") {
 			t.Errorf("%s: the replayed golden lacks the live tool result:\n%s", ex.TaskID, text)
 		}
 		var sampled []int
 		for i, m := range ex.Mask {
 			if m == 1 {
-				sampled = append(sampled, int(ex.Tokens[i]))
+				sampled = append(sampled, ex.Tokens[i])
 			}
 		}
 		if s := tok.Decode(sampled); strings.Contains(s, "<tool_response>") || !strings.Contains(s, "<tool_call>") {
@@ -83,14 +83,6 @@ func TestTrainLowersLoss(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(cfg.OutputDir, "checkpoint-4", "trainer_state.json")); err != nil {
 		t.Errorf("checkpoint-4: %v", err)
 	}
-}
-
-func toInts(ids []int32) []int {
-	out := make([]int, len(ids))
-	for i, id := range ids {
-		out[i] = int(id)
-	}
-	return out
 }
 
 // TestDemonstrated keeps the generated tasks that have a golden trajectory

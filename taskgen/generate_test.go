@@ -439,7 +439,7 @@ func TestGoldenThroughRollout(t *testing.T) {
 		t.Fatal(err)
 	}
 	var (
-		scripts [][][]int32
+		scripts [][][]int
 		jobs    []rollout.Job
 		iters   int
 	)
@@ -449,13 +449,9 @@ func TestGoldenThroughRollout(t *testing.T) {
 			t.Fatal(err)
 		}
 		iters = max(iters, len(turns))
-		var script [][]int32
+		var script [][]int
 		for _, s := range turns {
-			var ids []int32
-			for _, id := range tok.Encode(s) {
-				ids = append(ids, int32(id))
-			}
-			script = append(script, ids)
+			script = append(script, tok.Encode(s))
 		}
 		scripts = append(scripts, script)
 		jobs = append(jobs, rollout.Job{Task: &tasks[i], Factory: fac})

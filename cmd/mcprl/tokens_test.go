@@ -59,11 +59,11 @@ func TestSFTTrainableTokensTiny(t *testing.T) {
 		}
 		sum, n := 0.0, 0
 		for _, ex := range examples {
-			mask := make([]int32, len(ex.Tokens))
-			for i := range mask {
-				mask[i] = 1
+			tokens, mask, err := model.PadBatch([][]int{ex.Tokens}, len(ex.Tokens), 0, false)
+			if err != nil {
+				t.Fatal(err)
 			}
-			out, err := e.Exec(tensors.FromFlatDataAndDimensions(ex.Tokens, 1, len(ex.Tokens)), tensors.FromFlatDataAndDimensions(mask, 1, len(mask)))
+			out, err := e.Exec(tokens, mask)
 			if err != nil {
 				t.Fatal(err)
 			}
