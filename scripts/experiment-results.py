@@ -105,19 +105,33 @@ def branches(out: str, seeds: list, w_steps: int) -> None:
                 w["ok"] += succeeded(c)
         except OSError:
             continue
+        # recovery_forced_opener_loss logs the policy's probability of the opener at the forced setbacks
+        opener = collections.defaultdict(list)
+        try:
+            for l in open(f"{out}/seed-{s}/grpo/metrics.jsonl"):
+                m = json.loads(l)
+                p = m.get("recovery/forced_opener_prob")
+                if isinstance(p, (int, float)) and p == p and "step" in m:
+                    opener[(m["step"] - 1) // w_steps].append(p)
+        except OSError:
+            pass
         for i in sorted({i for i, _ in win}):
             cells = []
             for kind in ("forced", "free"):
                 w = win[(i, kind)]
                 cells += [str(w["n"]), str(w["called"]), str(w["ok"])]
+            ps = opener.get(i)
+            cells.append(f"{sum(ps) / len(ps):.3f}" if ps else "-")
             rows.append(f"| {s} | {i * w_steps + 1}-{i * w_steps + w_steps} | " + " | ".join(cells) + " |")
     if not rows:
         return
     print(f"Recovery branches per {w_steps} steps: continuations from a setback, made to retry (forced: the first turn "
-          "starts with the tool-call opener) or sampled freely; how many called a tool again; how many succeeded.")
+          "starts with the tool-call opener) or sampled freely; how many called a tool again; how many succeeded; "
+          "the policy's mean probability of starting a call itself at the forced setbacks (recovery/forced_opener_prob, "
+          "logged when the opener trains).")
     print()
-    print("| seed | steps | forced | called again | succeeded | free | called again | succeeded |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| seed | steps | forced | called again | succeeded | free | called again | succeeded | P(opener) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
     print()
 
