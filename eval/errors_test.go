@@ -59,7 +59,7 @@ func TestSummarizeLeavesErrorsOut(t *testing.T) {
 }
 
 // FirstError names the first failed sample; SaveWithPage writes the
-// trajectories, the report and the page to look at.
+// trajectories, the report and the page to look at, and says where.
 func TestFirstErrorAndSaveWithPage(t *testing.T) {
 	a := &task.Task{ID: "a", GroundTruthAssertions: []string{"x"}}
 	ok := &eval.Sample{Task: a, Trajectory: &chat.Trajectory{Turns: []chat.Turn{{Text: "x"}}}, Assertions: reward.Score{Value: 1}}
@@ -76,8 +76,12 @@ func TestFirstErrorAndSaveWithPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "out")
-	if _, err := eval.SaveWithPage(dir, samples, rep); err != nil {
+	var log strings.Builder
+	if err := eval.SaveWithPage(dir, samples, rep, &log); err != nil {
 		t.Fatal(err)
+	}
+	if want := "eval: trajectories in " + filepath.Join(dir, "trajectories.jsonl") + "\neval: report in " + filepath.Join(dir, "report.html") + "\n"; log.String() != want {
+		t.Errorf("log %q, want %q", log.String(), want)
 	}
 	for _, f := range []string{"trajectories.jsonl", "report.json", "report.html"} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {

@@ -59,6 +59,19 @@ func (c Config) Rollout() rollout.Config {
 		MaxToolCallingIterations: c.MaxToolCallingIterations, Sample: c.Sample}
 }
 
+// Count sets pass@k's k and the trajectories per task (samples; <= 0: k),
+// which must hold 1 <= k <= samples.
+func (c *Config) Count(k, samples int) error {
+	if samples <= 0 {
+		samples = k
+	}
+	if k < 1 || samples < k {
+		return fmt.Errorf("--k %d and --samples %d: need 1 <= k <= samples", k, samples)
+	}
+	c.K, c.Samples = k, samples
+	return nil
+}
+
 func (c Config) samples() int { return max(c.Samples, 1) }
 
 func (c Config) k() int {
@@ -346,12 +359,22 @@ func FirstError(res []*Sample) string {
 }
 
 // SaveWithPage is Save, then the page to look at, dir/report.html
-// (report.Generate over dir). It returns the lines the page skipped.
-func SaveWithPage(dir string, res []*Sample, rep *Report) (warnings []string, err error) {
+// (report.Generate over dir). It notes to log the lines the page skipped,
+// then where the trajectories and the page are.
+func SaveWithPage(dir string, res []*Sample, rep *Report, log io.Writer) error {
 	if err := Save(dir, res, rep); err != nil {
-		return nil, err
+		return err
 	}
-	return report.Generate(filepath.Join(dir, "report.html"), dir)
+	warnings, err := report.Generate(filepath.Join(dir, "report.html"), dir)
+	for _, w := range warnings {
+		fmt.Fprintf(log, "eval: report skipped %s\n", w)
+	}
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(log, "eval: trajectories in %s\neval: report in %s\n",
+		filepath.Join(dir, "trajectories.jsonl"), filepath.Join(dir, "report.html"))
+	return err
 }
 
 // Save writes the samples to dir/trajectories.jsonl (WriteJSONL) and the

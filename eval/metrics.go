@@ -295,6 +295,20 @@ func Summarize(samples []*Sample, k int) (*Report, error) {
 	return r, nil
 }
 
+// Write writes the report as one JSON object and a newline (asJSON), else
+// as WriteTable's table.
+func (r *Report) Write(w io.Writer, asJSON bool) error {
+	if !asJSON {
+		return r.WriteTable(w)
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
 // WriteTable writes the report as a readable table: one row overall, one
 // per category (sorted); the first column left-aligned, the numbers right.
 // The errors column counts the trajectories left out of the rates.

@@ -62,10 +62,10 @@ type Loaded struct {
 // line (what runs the model, and on simplego its matmuls), then loads the
 // tasks as LoadTasks does.
 func Load(ctx context.Context, o Options) (*Loaded, error) {
-	modelDir := o.Model
-	if modelDir == "" {
-		return nil, errors.New("inputs: no model directory")
+	if err := o.missing(true); err != nil {
+		return nil, err
 	}
+	modelDir := o.Model
 	warn := writer(o.Warn)
 	eng, sampling, err := OpenEngines(o.Engine, o.SamplingEngine, warn)
 	if err != nil {
@@ -137,6 +137,9 @@ func (l *Loaded) SamplingBackend() backends.Backend {
 // lines fail it, every one listed; with o.SkipBad they are counted to
 // o.Warn and skipped.
 func LoadTasks(ctx context.Context, tok *tokenizer.Tokenizer, tpl *tokenizer.Template, o Options) (*Loaded, error) {
+	if err := o.missing(false); err != nil {
+		return nil, err
+	}
 	l := &Loaded{Tokenizer: tok, Template: tpl}
 	if err := l.loadTasks(ctx, o); err != nil {
 		return nil, err
@@ -144,10 +147,20 @@ func LoadTasks(ctx context.Context, tok *tokenizer.Tokenizer, tpl *tokenizer.Tem
 	return l, nil
 }
 
-func (l *Loaded) loadTasks(ctx context.Context, o Options) error {
-	if o.Tasks == "" || o.Fixtures == "" {
-		return errors.New("inputs: no tasks file or fixtures directory")
+// missing says what o lacks, before anything loads: the model (when
+// model), the tasks file or the fixtures directory, as a config's keys or
+// a command's flags would give them.
+func (o *Options) missing(model bool) error {
+	if model && o.Model == "" {
+		return errors.New("no model: set model in the config or pass --model")
 	}
+	if o.Tasks == "" || o.Fixtures == "" {
+		return errors.New("set tasks and fixtures in the config or pass --tasks and --fixtures")
+	}
+	return nil
+}
+
+func (l *Loaded) loadTasks(ctx context.Context, o Options) error {
 	fixtures, err := task.LoadFixtures(o.Fixtures)
 	if err != nil {
 		return err

@@ -120,6 +120,28 @@ func TestLoadTasksNeedsFiles(t *testing.T) {
 	}
 }
 
+// A missing model, tasks file or fixtures directory fails before anything loads (no engine line), saying
+// which config key or flag gives it.
+func TestLoadSaysWhatIsMissing(t *testing.T) {
+	ctx := context.Background()
+	noTasks := "set tasks and fixtures in the config or pass --tasks and --fixtures"
+	for _, c := range []struct {
+		load func(inputs.Options) (*inputs.Loaded, error)
+		in   train.Inputs
+		want string
+	}{
+		{func(o inputs.Options) (*inputs.Loaded, error) { return inputs.Load(ctx, o) }, train.Inputs{Tasks: quickTasks, Fixtures: fixturesDir},
+			"no model: set model in the config or pass --model"},
+		{func(o inputs.Options) (*inputs.Loaded, error) { return inputs.Load(ctx, o) }, train.Inputs{Model: "m", Tasks: quickTasks}, noTasks},
+		{func(o inputs.Options) (*inputs.Loaded, error) { return inputs.LoadTasksWith(ctx, "no/such/dir", o) }, train.Inputs{Fixtures: fixturesDir}, noTasks},
+	} {
+		var warn strings.Builder
+		if _, err := c.load(inputs.Options{Inputs: c.in, Warn: &warn}); err == nil || err.Error() != c.want || warn.Len() > 0 {
+			t.Errorf("%+v: error %v, notes %q; want %q and no notes", c.in, err, warn.String(), c.want)
+		}
+	}
+}
+
 // LoadTasksWith loads the embedded small tokenizer for "" and a model
 // folder's for its directory, then the tasks; a folder without tokenizer
 // files fails.

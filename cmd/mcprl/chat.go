@@ -11,6 +11,7 @@ import (
 	"github.com/mcprl/mcprl/eval"
 	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/policy"
+	"github.com/mcprl/mcprl/policy/openai"
 	"github.com/mcprl/mcprl/rollout"
 	"github.com/mcprl/mcprl/sampling"
 	"github.com/mcprl/mcprl/sandbox"
@@ -21,7 +22,7 @@ import (
 
 func newChatCmd() *cobra.Command {
 	var (
-		served                 servedFlags
+		served                 openai.Served
 		modelDir, fixture, dsn string
 		catalog                bool
 		sf                     *samplingFlags
@@ -53,7 +54,7 @@ Example:
 			if fixture == "" {
 				return errors.New("--fixture is required")
 			}
-			if served.given() == (modelDir != "") {
+			if served.Given() == (modelDir != "") {
 				return errors.New("give one policy: --model DIR or --policy URL --served-model NAME")
 			}
 			if catalog && cmd.Flags().Changed("system-prompt") {
@@ -82,8 +83,8 @@ Example:
 			}
 			ecfg := eval.ConfigOf(st, sf.seed)
 			ecfg.Samples = 1
-			tokDir := served.tokenizer
-			if !served.given() {
+			tokDir := served.TokenizerDir
+			if !served.Given() {
 				tokDir = modelDir
 			}
 			tok, tpl, err := tokenizer.LoadWithTemplate(tokDir)
@@ -91,8 +92,8 @@ Example:
 				return err
 			}
 			var pol policy.Policy
-			if served.given() {
-				pol, err = served.policy(ctx, tok, map[string]*sandbox.Factory{fx.Name: f}, ecfg.Sample, stderr)
+			if served.Given() {
+				pol, err = served.Open(ctx, tok, toolcall.FunctionSchemas(f.Tools()), ecfg.Sample, stderr)
 			} else {
 				var m *model.Model
 				if m, err = loadModel(cmd, modelDir); err == nil {
@@ -115,7 +116,7 @@ Example:
 		},
 	}
 	fl := cmd.Flags()
-	served.register(fl)
+	registerServed(fl, &served)
 	fl.StringVar(&modelDir, "model", "", "HF-format model directory (an in-process policy)")
 	fl.StringVar(&fixture, "fixture", "", "fixture directory (schema.sql, data.sql, workspace/, sandbox.yaml)")
 	fl.StringVar(&dsn, "dsn", "", "PostgreSQL DSN for the sandbox's database (default: embedded SQLite)")

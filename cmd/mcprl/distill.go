@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcprl/mcprl/distill"
 	"github.com/mcprl/mcprl/eval"
+	"github.com/mcprl/mcprl/policy/openai"
 	"github.com/mcprl/mcprl/sampling"
 	"github.com/mcprl/mcprl/task"
 	"github.com/mcprl/mcprl/train"
@@ -15,7 +16,7 @@ import (
 
 func newTasksDistillCmd() *cobra.Command {
 	var (
-		served                             servedFlags
+		served                             openai.Served
 		modelDir, tasksPath, fixtures, out string
 		dsn                                string
 		k, perTask, b                      int
@@ -48,7 +49,7 @@ Example:
 			if out == "" || tasksPath == "" || fixtures == "" {
 				return errors.New("--tasks, --fixtures and --out are required")
 			}
-			if served.given() == (modelDir != "") {
+			if served.Given() == (modelDir != "") {
 				return errors.New("give the teacher: --policy URL --served-model NAME, or --model DIR")
 			}
 			if k < 1 {
@@ -58,15 +59,14 @@ Example:
 			if err != nil {
 				return err
 			}
-			gs := &sf.Settings
-			ecfg := eval.ConfigOf(gs, sf.seed)
+			ecfg := eval.ConfigOf(&sf.Settings, sf.seed)
 			ecfg.Samples, ecfg.K, ecfg.BatchSize = k, 1, b
-			ws, err := served.load(cmd, train.Inputs{Model: modelDir, Tasks: tasksPath, Fixtures: fixtures, DSN: dsn}, false, skipBad)
+			ws, err := loadFor(cmd, &served, train.Inputs{Model: modelDir, Tasks: tasksPath, Fixtures: fixtures, DSN: dsn}, false, skipBad)
 			if err != nil {
 				return err
 			}
 			defer ws.Close()
-			pol, err := served.policyFor(ctx, ws, ecfg, stderr)
+			pol, err := eval.PolicyOf(ctx, &served, ws, ecfg, stderr)
 			if err != nil {
 				return err
 			}
@@ -84,7 +84,7 @@ Example:
 		},
 	}
 	fl := cmd.Flags()
-	served.register(fl)
+	registerServed(fl, &served)
 	fl.StringVar(&modelDir, "model", "", "an in-process teacher: HF-format model directory")
 	fl.StringVar(&tasksPath, "tasks", "", "tasks JSONL file (their ground_truth_assertions decide what is kept)")
 	fl.StringVar(&fixtures, "fixtures", "", "directory of fixtures, each named by a task's \"fixture\"")

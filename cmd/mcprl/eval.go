@@ -2,15 +2,13 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mcprl/mcprl/eval"
 	"github.com/mcprl/mcprl/grpo"
+	"github.com/mcprl/mcprl/policy/openai"
 	"github.com/mcprl/mcprl/sampling"
 	"github.com/mcprl/mcprl/train"
 )
@@ -26,7 +24,7 @@ func newEvalCmd() *cobra.Command {
 	var (
 		flags  runFlags
 		ef     evalFlags
-		served servedFlags
+		served openai.Served
 	)
 	cmd := &cobra.Command{
 		Use:   "eval (--model DIR | --policy URL --served-model NAME | --golden) --tasks FILE [--fixtures DIR] [--k K] [--json] [--seed S] [--temperature T] [--dsn DSN] [--output-dir DIR]",
@@ -90,14 +88,12 @@ Examples:
 	fl.IntVar(&ef.batch, "batch-size", 32, "trajectories sampled together (whole tasks); results depend on it")
 	fl.BoolVar(&ef.golden, "golden", false, "replay each task's golden trajectory instead of sampling the model")
 	fl.BoolVar(&flags.skipBadTasks, "skip-bad-tasks", false, "skip bad lines of the tasks file (listed and counted) instead of failing")
-	served.register(fl)
+	registerServed(fl, &served)
 	return cmd
 }
 
-func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *servedFlags) error {
-	ctx := cmd.Context()
-	stderr := cmd.ErrOrStderr()
-	fl := cmd.Flags()
+func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *openai.Served) error {
+	ctx, stderr, fl := cmd.Context(), cmd.ErrOrStderr(), cmd.Flags()
 	cfg := grpo.Default()
 	// The settings: a config's, else those a model was trained with (a
 	// model GRPO trained samples as it was trained); flags win over both.
@@ -113,9 +109,12 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *servedF
 		if !fl.Changed("seed") {
 			seed = cfg.Seed
 		}
+		if !fl.Changed("output-dir") {
+			cfg.OutputDir = "" // a train config's output_dir is where training writes, not eval
+		}
 	} else {
 		cfg.Inputs, cfg.OutputDir = flags.over.Inputs, flags.over.OutputDir
-		if flags.over.Model != "" && !ef.golden && !served.given() {
+		if flags.over.Model != "" && !ef.golden && !served.Given() {
 			trainedDir = flags.over.Model
 		}
 	}
@@ -123,20 +122,14 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *servedF
 	if err != nil {
 		return err
 	}
-	st := &ef.sf.Settings
-	if flags.config != "" && !fl.Changed("output-dir") {
-		cfg.OutputDir = "" // a train config's output_dir is where training writes, not eval
-	}
 	var notes bytes.Buffer // printed after the engine line, which loading the model prints first
 	if !ef.golden {
 		ef.sf.print(&notes, "eval", from)
 	}
-	samples := ef.samples
-	if samples <= 0 {
-		samples = ef.k
-	}
-	if ef.k < 1 || samples < ef.k {
-		return fmt.Errorf("--k %d and --samples %d: need 1 <= k <= samples", ef.k, samples)
+	ecfg := eval.ConfigOf(&ef.sf.Settings, seed)
+	ecfg.BatchSize = ef.batch
+	if err := ecfg.Count(ef.k, ef.samples); err != nil {
+		return err
 	}
 	if cfg.Fixtures == "" {
 		cfg.Fixtures = "examples/fixtures"
@@ -144,15 +137,14 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *servedF
 	if cfg.Tasks == "" {
 		return errors.New("--tasks is required")
 	}
-
-	if served.given() && (ef.golden || flags.over.Model != "") {
+	if served.Given() && (ef.golden || flags.over.Model != "") {
 		return errors.New("give one policy: --policy (a served model), --model or --golden")
 	}
 	in := cfg.Inputs.OnePhase()
 	if in.Engine, err = engineOf(cmd, cfg.Engine); err != nil {
 		return err
 	}
-	ws, err := served.load(cmd, in, ef.golden && flags.over.Model == "", flags.skipBadTasks)
+	ws, err := loadFor(cmd, served, in, ef.golden && flags.over.Model == "", flags.skipBadTasks)
 	if err != nil {
 		return err
 	}
@@ -160,14 +152,11 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *servedF
 	if _, err := notes.WriteTo(stderr); err != nil {
 		return err
 	}
-
-	ecfg := eval.ConfigOf(st, seed)
-	ecfg.Samples, ecfg.K, ecfg.BatchSize = samples, ef.k, ef.batch
 	var pol eval.PolicyFor
 	if ef.golden {
 		pol, err = eval.Golden(ws.Tokenizer), ecfg.ForGolden(ws.Tasks, fl.Changed("max-completion-length"))
 	} else {
-		pol, err = served.policyFor(ctx, ws, ecfg, stderr)
+		pol, err = eval.PolicyOf(ctx, served, ws, ecfg, stderr)
 	}
 	if err != nil {
 		return err
@@ -178,24 +167,9 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *servedF
 		return err
 	}
 	if cfg.OutputDir != "" {
-		warnings, err := eval.SaveWithPage(cfg.OutputDir, res, rep)
-		for _, w := range warnings {
-			fmt.Fprintf(stderr, "eval: report skipped %s\n", w)
-		}
-		if err != nil {
+		if err := eval.SaveWithPage(cfg.OutputDir, res, rep, stderr); err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "eval: trajectories in %s\neval: report in %s\n",
-			filepath.Join(cfg.OutputDir, "trajectories.jsonl"), filepath.Join(cfg.OutputDir, "report.html"))
 	}
-	out := cmd.OutOrStdout()
-	if ef.json {
-		b, err := json.Marshal(rep)
-		if err != nil {
-			return fmt.Errorf("eval: %w", err)
-		}
-		_, err = fmt.Fprintf(out, "%s\n", b)
-		return errors.Join(err, eval.AllFailed(res, rep))
-	}
-	return errors.Join(rep.WriteTable(out), eval.AllFailed(res, rep))
+	return errors.Join(rep.Write(cmd.OutOrStdout(), ef.json), eval.AllFailed(res, rep))
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcprl/mcprl/completion"
+	"github.com/mcprl/mcprl/inputs"
 	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/sampling"
 	"github.com/mcprl/mcprl/tokenizer"
@@ -89,7 +90,7 @@ Examples:
 					return err
 				}
 				in := train.Inputs{Model: modelDir, Tasks: tasksPath, Fixtures: fixtures, DSN: dsn, Engine: engine}
-				w, err := load(cmd.Context(), in, false, cmd.ErrOrStderr())
+				w, err := inputs.Load(cmd.Context(), inputs.Options{Inputs: in, Warn: cmd.ErrOrStderr()})
 				if err != nil {
 					return err
 				}

@@ -1,13 +1,8 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"io"
-
 	"github.com/spf13/cobra"
 
-	"github.com/mcprl/mcprl/inputs"
 	"github.com/mcprl/mcprl/train"
 )
 
@@ -30,29 +25,3 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.overwrite, "overwrite_output_dir", false, "start over in an output dir that holds an earlier run's checkpoints, final/ and metrics.jsonl (they are deleted); TRL's name")
 	fl.BoolVar(&f.skipBadTasks, "skip-bad-tasks", false, "skip bad lines of the tasks file (listed, counted and written to skipped_tasks.txt in the output dir) instead of failing")
 }
-
-// load opens in's model (weights and tokenizer files) on its engine (see
-// engineOf), the tasks with their fixtures, and starts a sandbox factory per
-// fixture. Bad task lines fail the load, all listed; with skipBad they are
-// reported to warn and skipped.
-func load(ctx context.Context, in train.Inputs, skipBad bool, warn io.Writer) (*inputs.Loaded, error) {
-	if in.Model == "" {
-		return nil, errors.New("no model: set model in the config or pass --model")
-	}
-	if in.Tasks == "" || in.Fixtures == "" {
-		return nil, errNoTasks
-	}
-	return inputs.Load(ctx, inputs.Options{Inputs: in, SkipBad: skipBad, Warn: warn})
-}
-
-// loadTasks is load for a run without a model (a served policy, eval
-// --golden): in's tasks and fixtures, with the tokenizer of tokenizerDir
-// ("": the embedded small one).
-func loadTasks(ctx context.Context, tokenizerDir string, in train.Inputs, skipBad bool, warn io.Writer) (*inputs.Loaded, error) {
-	if in.Tasks == "" || in.Fixtures == "" {
-		return nil, errNoTasks
-	}
-	return inputs.LoadTasksWith(ctx, tokenizerDir, inputs.Options{Inputs: in, SkipBad: skipBad, Warn: warn})
-}
-
-var errNoTasks = errors.New("set tasks and fixtures in the config or pass --tasks and --fixtures")

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mcprl/mcprl/inputs"
 	"github.com/mcprl/mcprl/sft"
 	"github.com/mcprl/mcprl/train"
 )
@@ -40,7 +41,7 @@ metrics.jsonl and final/ to output_dir in the same format as train.`,
 			defer lock.Release()
 			in := cfg.Inputs
 			in.Engine = engine
-			ws, err := load(ctx, in, flags.skipBadTasks, stderr)
+			ws, err := inputs.Load(ctx, inputs.Options{Inputs: in, SkipBad: flags.skipBadTasks, Warn: stderr})
 			if err != nil {
 				return err
 			}

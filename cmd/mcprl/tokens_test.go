@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/mcprl/mcprl/inputs"
 	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/sft"
 	"github.com/mcprl/mcprl/train"
@@ -33,7 +33,7 @@ func TestSFTTrainableTokensTiny(t *testing.T) {
 		t.Fatalf("import: %v\n%s", err, out)
 	}
 	ctx := context.Background()
-	ws, err := load(ctx, train.Inputs{Model: base, Tasks: "../../examples/customers/quick_tasks.jsonl", Fixtures: "../../examples/fixtures"}, false, io.Discard)
+	ws, err := inputs.Load(ctx, inputs.Options{Inputs: train.Inputs{Model: base, Tasks: "../../examples/customers/quick_tasks.jsonl", Fixtures: "../../examples/fixtures"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcprl/mcprl/grpo"
+	"github.com/mcprl/mcprl/inputs"
 	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/train"
 )
@@ -46,7 +47,7 @@ that holds an earlier run's outputs unless --overwrite_output_dir deletes them.`
 			if ckpt != "" {
 				in.Model = ckpt
 			}
-			ws, err := load(ctx, in, flags.skipBadTasks, stderr)
+			ws, err := inputs.Load(ctx, inputs.Options{Inputs: in, SkipBad: flags.skipBadTasks, Warn: stderr})
 			if err != nil {
 				return err
 			}
