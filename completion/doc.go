@@ -5,4 +5,6 @@
 //
 // Prompts are given as text (special tokens in it become their ids) or
 // rendered from tasks as a rollout's first turn renders them (TaskPrompts).
+// Open loads what mcprl generate completes (a Source: the model and a
+// prompt or a tasks file) and Job.Write samples and writes it.
 package completion

@@ -9,16 +9,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcprl/mcprl/completion"
-	"github.com/mcprl/mcprl/inputs"
 	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/sampling"
-	"github.com/mcprl/mcprl/tokenizer"
-	"github.com/mcprl/mcprl/train"
 )
 
 func newGenerateCmd() *cobra.Command {
-	var modelDir, prompt, tasksPath, fixtures, dsn, out string
-	var greedy, logprobs, asChat bool
+	var src completion.Source
+	var out string
+	var greedy, logprobs bool
 	var batch int
 	var sf *samplingFlags
 	cmd := &cobra.Command{
@@ -45,13 +43,13 @@ Examples:
   mcprl generate --model runs/grpo/final --tasks examples/customers/quick_tasks.jsonl --fixtures examples/fixtures --out gen.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if (prompt == "") == (tasksPath == "") {
+			if (src.Prompt == "") == (src.Tasks == "") {
 				return errors.New("give one of --prompt TEXT and --tasks FILE")
 			}
-			if cmd.Flags().Changed("system-prompt") && !asChat {
+			if cmd.Flags().Changed("system-prompt") && !src.Chat {
 				return errors.New("--system-prompt needs --chat (a task has its own)")
 			}
-			from, err := sf.resolve(nil, modelDir)
+			from, err := sf.resolve(nil, src.ModelDir)
 			if err != nil {
 				return err
 			}
@@ -62,48 +60,16 @@ Examples:
 			if gs.MaxCompletionLength < 1 || batch < 1 {
 				return fmt.Errorf("--max-new-tokens %d and --batch-size %d: want at least 1", gs.MaxCompletionLength, batch)
 			}
-			var m *model.Model
-			var tok *tokenizer.Tokenizer
-			var records []completion.Record
-			var extraStops []string
-			if prompt != "" {
-				if m, err = loadModel(cmd, modelDir); err != nil {
-					return err
-				}
-				if tok, err = tokenizer.Load(modelDir); err != nil {
-					return fmt.Errorf("model %s: %w", modelDir, err)
-				}
-				text := prompt
-				if asChat {
-					tpl, err := tok.Template()
-					if err != nil {
-						return err
-					}
-					if text, err = completion.ChatPrompt(tpl, gs.SystemPrompt, prompt); err != nil {
-						return err
-					}
-				}
-				records = append(records, completion.Record{Prompt: text})
-			} else {
-				engine, err := engineOf(cmd, "")
-				if err != nil {
-					return err
-				}
-				in := train.Inputs{Model: modelDir, Tasks: tasksPath, Fixtures: fixtures, DSN: dsn, Engine: engine}
-				w, err := inputs.Load(cmd.Context(), inputs.Options{Inputs: in, Warn: cmd.ErrOrStderr()})
-				if err != nil {
-					return err
-				}
-				defer w.Close()
-				m, tok = w.Model, w.Tokenizer
-				if records, err = completion.TaskPrompts(w.Tasks, w.Sandboxes, w.Template, tasksPath); err != nil {
-					return err
-				}
-				extraStops = []string{"</tool_call>"}
+			src.SystemPrompt = gs.SystemPrompt
+			if src.Engine, err = engineOf(cmd, ""); err != nil {
+				return err
 			}
+			job, err := completion.Open(cmd.Context(), src, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer job.Close()
 			sf.print(cmd.ErrOrStderr(), "generate", from)
-			opts := completion.Options{BatchSize: batch, Seed: uint64(sf.seed), LogProbs: logprobs, Sample: model.SampleOptions{
-				Temperature: gs.Temperature, TopP: gs.TopP, TopK: gs.TopK, MaxNewTokens: gs.MaxCompletionLength, Stop: completion.StopIDs(m, tok, extraStops)}}
 			w := io.Writer(cmd.OutOrStdout())
 			if out != "" {
 				f, err := os.Create(out)
@@ -113,22 +79,24 @@ Examples:
 				defer f.Close()
 				w = f
 			}
-			if err := completion.WriteJSONL(cmd.Context(), w, m, tok, records, opts); err != nil {
+			opts := completion.Options{BatchSize: batch, Seed: uint64(sf.seed), LogProbs: logprobs, Sample: model.SampleOptions{
+				Temperature: gs.Temperature, TopP: gs.TopP, TopK: gs.TopK, MaxNewTokens: gs.MaxCompletionLength}}
+			if err := job.Write(cmd.Context(), w, opts); err != nil {
 				return err
 			}
 			if out != "" {
-				fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d completions to %s\n", len(records), out)
+				fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d completions to %s\n", len(job.Records), out)
 			}
 			return nil
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&modelDir, "model", "", "Hugging Face model directory (Qwen2 or Llama, with its tokenizer)")
-	fl.StringVar(&prompt, "prompt", "", "prompt text (encoded as it is; see --chat)")
-	fl.BoolVar(&asChat, "chat", false, "render --prompt as the user's message with the model's chat template")
-	fl.StringVar(&tasksPath, "tasks", "", "tasks JSONL file: one completion of each task's rendered prompt")
-	fl.StringVar(&fixtures, "fixtures", "examples/fixtures", "directory of fixtures (the tools of tasks without a system prompt)")
-	fl.StringVar(&dsn, "dsn", "", "PostgreSQL DSN for PostgreSQL fixtures")
+	fl.StringVar(&src.ModelDir, "model", "", "Hugging Face model directory (Qwen2 or Llama, with its tokenizer)")
+	fl.StringVar(&src.Prompt, "prompt", "", "prompt text (encoded as it is; see --chat)")
+	fl.BoolVar(&src.Chat, "chat", false, "render --prompt as the user's message with the model's chat template")
+	fl.StringVar(&src.Tasks, "tasks", "", "tasks JSONL file: one completion of each task's rendered prompt")
+	fl.StringVar(&src.Fixtures, "fixtures", "examples/fixtures", "directory of fixtures (the tools of tasks without a system prompt)")
+	fl.StringVar(&src.DSN, "dsn", "", "PostgreSQL DSN for PostgreSQL fixtures")
 	fl.StringVar(&out, "out", "", "JSONL file to write (default: stdout)")
 	fl.BoolVar(&greedy, "greedy", false, "greedy decoding (temperature 0)")
 	fl.BoolVar(&logprobs, "logprobs", false, "write each sampled token's log-prob")
