@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -14,8 +13,6 @@ import (
 	"github.com/mcprl/mcprl/policy/openai"
 	"github.com/mcprl/mcprl/rollout"
 	"github.com/mcprl/mcprl/sampling"
-	"github.com/mcprl/mcprl/sandbox"
-	"github.com/mcprl/mcprl/task"
 	"github.com/mcprl/mcprl/tokenizer"
 	"github.com/mcprl/mcprl/toolcall"
 )
@@ -65,20 +62,13 @@ Example:
 				return err
 			}
 			st := &sf.Settings
-			fx, err := task.LoadFixture(fixture)
+			a, err := agent.Open(ctx, fixture, dsn, catalog, st.SystemPrompt)
 			if err != nil {
 				return err
 			}
-			f, err := sandbox.NewFactory(ctx, fx, sandbox.Options{DSN: dsn})
-			if err != nil {
-				return fmt.Errorf("fixture %s: %w", fixture, err)
-			}
-			defer f.Close()
-			systemPrompt, promptFrom := st.SystemPrompt, ""
-			switch {
-			case catalog:
-				systemPrompt = toolcall.RenderCatalog(f.Tools())
-			case systemPrompt != "" && from != "" && !cmd.Flags().Changed("system-prompt"):
+			defer a.Close()
+			promptFrom := ""
+			if !catalog && a.SystemPrompt != "" && from != "" && !cmd.Flags().Changed("system-prompt") {
 				promptFrom = " (as trained)"
 			}
 			ecfg := eval.ConfigOf(st, sf.seed)
@@ -93,7 +83,7 @@ Example:
 			}
 			var pol policy.Policy
 			if served.Given() {
-				pol, err = served.Open(ctx, tok, toolcall.FunctionSchemas(f.Tools()), ecfg.Sample, stderr)
+				pol, err = served.Open(ctx, tok, toolcall.FunctionSchemas(a.Sandbox.Tools()), ecfg.Sample, stderr)
 			} else {
 				var m *model.Model
 				if m, err = loadModel(cmd, modelDir); err == nil {
@@ -103,14 +93,11 @@ Example:
 			if err != nil {
 				return err
 			}
-			a := &agent.Agent{
-				Runner:  &rollout.Runner{Policy: pol, Tokenizer: tok, Template: tpl, Config: ecfg.Rollout()},
-				Sandbox: f, SystemPrompt: systemPrompt,
-			}
-			fmt.Fprintf(stderr, "chat: fixture %s, tools %s; one question a line, exit to stop\n", fx.Name, strings.Join(sandbox.ToolNames(f.Tools()), ", "))
+			a.Runner = &rollout.Runner{Policy: pol, Tokenizer: tok, Template: tpl, Config: ecfg.Rollout()}
+			a.Intro(stderr, "chat")
 			sf.print(stderr, "chat", from)
-			if systemPrompt != "" {
-				fmt.Fprintf(stderr, "chat: system prompt%s:\n%s\n", promptFrom, systemPrompt)
+			if a.SystemPrompt != "" {
+				fmt.Fprintf(stderr, "chat: system prompt%s:\n%s\n", promptFrom, a.SystemPrompt)
 			}
 			return a.Converse(ctx, cmd.InOrStdin(), stdout, stderr)
 		},
