@@ -3,6 +3,7 @@ package model
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // Generate samples a continuation of each prompt, all prompts as one batch in one KV-cache session drawing from
@@ -31,4 +32,21 @@ func (m *Model) Generate(ctx context.Context, prompts [][]int, opts SampleOption
 		return nil, err
 	}
 	return s.Generate(ctx, opts)
+}
+
+// GenerateTimed runs Generate repeat times (at least once) and returns the last run's completions with each
+// run's wall time in seconds, prompt and sampling (the first also compiles the graphs): what
+// `mcprl model generate --repeat` times.
+func (m *Model) GenerateTimed(ctx context.Context, prompts [][]int, opts SampleOptions, seed uint64, repeat int) ([]Completion, []float64, error) {
+	var comps []Completion
+	var seconds []float64
+	for range max(repeat, 1) {
+		start := time.Now()
+		var err error
+		if comps, err = m.Generate(ctx, prompts, opts, seed); err != nil {
+			return nil, nil, err
+		}
+		seconds = append(seconds, time.Since(start).Seconds())
+	}
+	return comps, seconds, nil
 }

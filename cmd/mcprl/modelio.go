@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/spf13/cobra"
@@ -86,21 +85,15 @@ the wall time of each of the --repeat runs (prompt and sampling; the first also 
 			if err != nil {
 				return err
 			}
-			var out [][]int
-			var seconds []float64
-			for range repeat {
-				start := time.Now()
-				comps, err := m.Generate(cmd.Context(), in.Prompts, model.SampleOptions{
-					Temperature: in.Temperature, TopP: in.TopP, TopK: in.TopK, MaxNewTokens: in.MaxNewTokens, Stop: in.Stop,
-				}, in.Seed)
-				if err != nil {
-					return err
-				}
-				seconds = append(seconds, time.Since(start).Seconds())
-				out = make([][]int, len(comps))
-				for i, c := range comps {
-					out[i] = c.Tokens
-				}
+			comps, seconds, err := m.GenerateTimed(cmd.Context(), in.Prompts, model.SampleOptions{
+				Temperature: in.Temperature, TopP: in.TopP, TopK: in.TopK, MaxNewTokens: in.MaxNewTokens, Stop: in.Stop,
+			}, in.Seed, repeat)
+			if err != nil {
+				return err
+			}
+			out := make([][]int, len(comps))
+			for i, c := range comps {
+				out[i] = c.Tokens
 			}
 			return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"completions": out, "seconds": seconds})
 		},
