@@ -240,17 +240,21 @@ func (f *Factory) Fork(ctx context.Context) (*Sandbox, error) {
 // trajectory can branch at a turn. The two are isolated both ways. The
 // workspace is read-only to the tools and shared; external servers are the
 // factory's, shared as by every fork.
-func (s *Sandbox) Fork(ctx context.Context) (*Sandbox, error) { return s.branch(ctx, s.db.Fork) }
+func (s *Sandbox) Fork(ctx context.Context) (*Sandbox, error) {
+	return s.branch(ctx, s.db.Fork, false)
+}
 
 // Snapshot returns a new sandbox in this one's state as it is now, as Fork
 // does, for a state kept to be forked later (a branching point): its
 // database is a sqldb.DB.Snapshot, which on PostgreSQL takes no connection
-// or slot schema until it is used.
+// or slot schema until it is used, and its MCP server and client session
+// are made on first use (Session, a call that goes over MCP), not at once:
+// a snapshot that is only forked never has them.
 func (s *Sandbox) Snapshot(ctx context.Context) (*Sandbox, error) {
-	return s.branch(ctx, s.db.Snapshot)
+	return s.branch(ctx, s.db.Snapshot, true)
 }
 
-func (s *Sandbox) branch(ctx context.Context, fork func(context.Context) (*sqldb.DB, error)) (*Sandbox, error) {
+func (s *Sandbox) branch(ctx context.Context, fork func(context.Context) (*sqldb.DB, error), lazy bool) (*Sandbox, error) {
 	if s.closed.Load() {
 		return nil, errors.New("sandbox: fork of a closed sandbox")
 	}
@@ -258,30 +262,56 @@ func (s *Sandbox) branch(ctx context.Context, fork func(context.Context) (*sqldb
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: forking database: %w", err)
 	}
+	if lazy {
+		return s.f.adopt(&Sandbox{f: s.f, db: db, builtins: s.f.builtinHandlers(oneDB(db))})
+	}
 	return s.f.connect(ctx, db)
 }
 
 // connect puts db behind a new MCP server, connected through an in-memory
 // client session; db is closed on failure.
 func (f *Factory) connect(ctx context.Context, db *sqldb.DB) (*Sandbox, error) {
-	var err error
 	s := &Sandbox{f: f, db: db, builtins: f.builtinHandlers(oneDB(db))}
-	srv := f.newServer(oneDB(db), 0, nil)
+	if _, err := s.session(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return f.adopt(s)
+}
+
+// session returns the sandbox's MCP client session, made (with its server)
+// on first use.
+func (s *Sandbox) session(ctx context.Context) (*mcp.ClientSession, error) {
+	s.wire.Lock()
+	defer s.wire.Unlock()
+	if s.cs != nil {
+		return s.cs, nil
+	}
+	if s.closed.Load() {
+		return nil, errors.New("sandbox: closed")
+	}
+	f := s.f
+	srv := f.newServer(oneDB(s.db), 0, nil)
 	st, ct := newMemTransports()
 	if f.opts.SDKPipe {
 		st, ct = mcp.NewInMemoryTransports()
 	}
-	s.ss, err = srv.Connect(ctx, st, nil)
+	ss, err := srv.Connect(ctx, st, nil)
 	if err != nil {
-		db.Close()
 		return nil, fmt.Errorf("sandbox: starting server: %w", err)
 	}
-	s.cs, err = f.client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+	cs, err := f.client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
 	if err != nil {
-		s.ss.Close()
-		db.Close()
+		ss.Close()
 		return nil, fmt.Errorf("sandbox: connecting client: %w", err)
 	}
+	s.ss, s.cs = ss, cs
+	return cs, nil
+}
+
+// adopt counts s among the factory's open sandboxes (Factory.Close closes
+// them), or closes it if the factory is closed.
+func (f *Factory) adopt(s *Sandbox) (*Sandbox, error) {
 	f.mu.Lock()
 	if f.closed {
 		f.mu.Unlock()
@@ -323,8 +353,11 @@ func (f *Factory) Close() error {
 type Sandbox struct {
 	f  *Factory
 	db *sqldb.DB
-	ss *mcp.ServerSession
-	cs *mcp.ClientSession
+	// The MCP server and client sessions, made under wire: at once by
+	// Fork, on first use by a Snapshot's (see session); nil until then.
+	wire sync.Mutex
+	ss   *mcp.ServerSession
+	cs   *mcp.ClientSession
 	// builtins are the built-in tools' handlers on this sandbox's fork,
 	// which Call runs in process (see callBuiltin).
 	builtins map[string]mcp.ToolHandler
@@ -347,7 +380,15 @@ func (s *Sandbox) DB() *sqldb.DB { return s.db }
 func (s *Sandbox) Lost() error { return s.db.Lost() }
 
 // Session returns the MCP client session the sandbox's calls go through.
-func (s *Sandbox) Session() *mcp.ClientSession { return s.cs }
+// A sandbox made by Snapshot makes it now if it has none yet, and returns
+// nil if it cannot (the sandbox is closed).
+func (s *Sandbox) Session() *mcp.ClientSession {
+	cs, err := s.session(context.Background())
+	if err != nil {
+		return nil
+	}
+	return cs
+}
 
 // Call calls a tool over the sandbox's MCP session. Everything the model
 // should read comes back as a result: a tool's own failure, an unknown tool,
@@ -369,7 +410,11 @@ func (s *Sandbox) Call(ctx context.Context, name string, args json.RawMessage) (
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.f.opts.CallTimeout)
 	defer cancel()
-	res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: arguments})
+	cs, err := s.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: arguments})
 	if err == nil {
 		return res, nil
 	}
@@ -402,10 +447,15 @@ func (f *Factory) toolNames() []string {
 func (s *Sandbox) Close() error {
 	s.once.Do(func() {
 		s.closed.Store(true)
-		errs := []error{s.cs.Close()}
-		if err := s.ss.Wait(); err != nil && !errors.Is(err, mcp.ErrConnectionClosed) {
-			errs = append(errs, err)
+		var errs []error
+		s.wire.Lock()
+		if s.cs != nil {
+			errs = append(errs, s.cs.Close())
+			if err := s.ss.Wait(); err != nil && !errors.Is(err, mcp.ErrConnectionClosed) {
+				errs = append(errs, err)
+			}
 		}
+		s.wire.Unlock()
 		errs = append(errs, s.db.Close())
 		s.err = errors.Join(errs...)
 		s.f.mu.Lock()

@@ -6,7 +6,8 @@
 // selected by a DSN).
 //
 // SQLite forks deserialize a serialized image of the template into a fresh
-// private in-memory connection. PostgreSQL forks take a pooled connection
+// private in-memory connection; a fork of a fork copies its parent with
+// SQLite's online backup, inside SQLite's heap. PostgreSQL forks take a pooled connection
 // and a private copy of the fixture's tables (a schema "slot", built once and
 // reused), inside a transaction that is rolled back at Close.
 package sqldb

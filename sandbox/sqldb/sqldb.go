@@ -316,9 +316,9 @@ func (d *DB) Query(ctx context.Context, sql string) (*Result, error) {
 // Fork returns a new fork holding this fork's state as it is now (a fork
 // of a fork: a trajectory branched at a turn). The two are isolated both
 // ways: neither sees the other's later changes. The new fork's Writes
-// start from this one's. SQLite copies the database (its serialized image);
-// PostgreSQL starts a fresh copy of the fixture and runs this fork's
-// writing statements again.
+// start from this one's. SQLite copies the database (an online backup into
+// a new private connection, in SQLite's own heap); PostgreSQL starts a
+// fresh copy of the fixture and runs this fork's writing statements again.
 func (d *DB) Fork(ctx context.Context) (*DB, error) { return d.branch(ctx, false) }
 
 // Snapshot returns a new fork holding this fork's state as it is now, as

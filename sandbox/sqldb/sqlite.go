@@ -26,6 +26,59 @@ type sqliteConn interface {
 	sqlite.AuthorizerRegisterer
 	Serialize() ([]byte, error)
 	Deserialize([]byte) error
+	NewBackup(dstURI string) (*sqlite.Backup, error)
+}
+
+// A fork of a fork is made with SQLite's online backup: the parent's pages
+// are copied, inside SQLite's own heap, into a new private in-memory
+// connection, and nothing of the database passes through the Go heap (a
+// Serialize would copy it into a new Go slice per fork, garbage the
+// collector then has to sweep: the tail of a fork's latency). The modernc
+// driver's Backup opens that destination connection itself, so
+// sqliteConnector hands it to database/sql: t.db.Conn, given a context
+// that carries a *sqliteBackup, makes its new connection the backup's
+// destination instead of an empty one. Nothing else of the fork changes:
+// open configures it like any other. The driver opens the destination
+// with the DSN alone, without the functions, collations, connection hooks
+// and virtual table modules registered on its Driver (Driver.Open adds
+// them); sqldb registers none.
+
+// sqliteBackup asks sqliteConnector for a copy of src; made is the
+// connection it returned, which database/sql must hand back (a check that
+// nothing else answered the request).
+type sqliteBackup struct {
+	src  sqliteConn
+	made driver.Conn
+}
+
+type sqliteBackupKey struct{}
+
+// sqliteConnector opens the template's connections: an empty private
+// in-memory database, or the copy a *sqliteBackup in the context asks for.
+type sqliteConnector struct{ driver.Connector }
+
+func (c sqliteConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	b, _ := ctx.Value(sqliteBackupKey{}).(*sqliteBackup)
+	if b == nil {
+		return c.Connector.Connect(ctx)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	bk, err := b.src.NewBackup(sqliteDSN)
+	if err != nil {
+		return nil, fmt.Errorf("backup: %w", err)
+	}
+	if _, err := bk.Step(-1); err != nil {
+		bk.Finish() // closes the destination
+		return nil, fmt.Errorf("backup: %w", err)
+	}
+	dc, err := bk.Commit()
+	if err != nil {
+		return nil, fmt.Errorf("backup: %w", err)
+	}
+	b.made = dc
+	return dc, nil
 }
 
 // sqliteMaxLength bounds one string or blob value (SQLITE_LIMIT_LENGTH):
@@ -59,10 +112,11 @@ func newSQLiteTemplate(ctx context.Context, schemaSQL, dataSQL string, maxMemory
 	} else {
 		raiseHeapLimit(maxTotal)
 	}
-	db, err := sql.Open("sqlite", sqliteDSN)
+	base, err := sqlite.NewConnector(sqliteDSN)
 	if err != nil {
 		return nil, fmt.Errorf("sqldb: sqlite: open: %w", err)
 	}
+	db := sql.OpenDB(sqliteConnector{base})
 	// Every connection is private (":memory:") and used by one fork only:
 	// none is kept idle for reuse.
 	db.SetMaxIdleConns(0)
@@ -148,34 +202,53 @@ func (t *sqliteTemplate) fork(ctx context.Context) (forkConn, error) {
 	return t.forkImage(ctx, t.image)
 }
 
-// snapshot forks the fork's current state: its connection serialized (the
-// database as the trajectory left it, uncommitted nothing: SQLite forks
-// run in autocommit) into a new private connection.
+// snapshot forks the fork's current state: its connection copied by
+// SQLite's online backup (the database as the trajectory left it,
+// uncommitted nothing: SQLite forks run in autocommit) into a new private
+// connection.
 func (f *sqliteFork) snapshot(ctx context.Context, _ []string, _ limits) (forkConn, error) {
-	var img []byte
-	err := f.sc.Raw(func(any) error {
-		var err error
-		img, err = f.c.Serialize()
-		return err
+	var (
+		child forkConn
+		err   error
+	)
+	// Inside the parent's Raw: database/sql uses the parent's connection
+	// for nothing else while the backup reads it.
+	rerr := f.sc.Raw(func(any) error {
+		child, err = f.t.forkConn(ctx, &sqliteBackup{src: f.c}, nil)
+		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("sqldb: sqlite: serialize fork: %w", err)
+	if rerr != nil {
+		return nil, fmt.Errorf("sqldb: sqlite: fork: %w", rerr)
 	}
-	return f.t.forkImage(ctx, img)
+	return child, err
 }
 
 // forkImage makes a fork holding the serialized database img.
 func (t *sqliteTemplate) forkImage(ctx context.Context, img []byte) (forkConn, error) {
+	return t.forkConn(ctx, nil, img)
+}
+
+// forkConn makes a fork: a new private connection holding a backup of
+// b.src when b is set, else the serialized database img.
+func (t *sqliteTemplate) forkConn(ctx context.Context, b *sqliteBackup, img []byte) (forkConn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	sc, c, err := t.open(ctx)
+	octx := ctx
+	if b != nil {
+		octx = context.WithValue(ctx, sqliteBackupKey{}, b)
+	}
+	sc, c, err := t.open(octx)
 	if err != nil {
 		return nil, err
 	}
 	f := &sqliteFork{t: t, sc: sc, c: c}
-	err = sc.Raw(func(any) error {
-		if err := c.Deserialize(img); err != nil {
+	err = sc.Raw(func(dc any) error {
+		if b != nil {
+			if b.made == nil || dc != b.made {
+				return fmt.Errorf("backup: database/sql returned a connection other than the backup's (%T)", dc)
+			}
+		} else if err := c.Deserialize(img); err != nil {
 			return fmt.Errorf("deserialize: %w", err)
 		}
 		if _, err := c.ExecContext(ctx, fmt.Sprintf("PRAGMA max_page_count = %d", t.maxPages), nil); err != nil {
