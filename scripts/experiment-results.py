@@ -86,6 +86,25 @@ def retried(c: dict) -> bool:
     return False
 
 
+def setback_of(c: dict) -> bool:
+    """a call failed, was malformed or came back empty (retried's setback)."""
+    return any(call.get("is_error") or call.get("parse_error") or "(0 rows)" in str(call.get("result", ""))
+               for t in c["turns"] for call in t.get("calls") or [])
+
+
+@functools.cache
+def eval_retries(out: str, seed: str, model: str) -> "tuple | None":
+    """(retried, setbacks): held-out trajectories of a model's evaluation that met a setback, and of those the ones
+    that made a well-formed call after it (whether or not it recovered), from its trajectories.jsonl."""
+    try:
+        lines = open(f"{out}/seed-{seed}/eval-{model}/trajectories.jsonl").readlines()
+    except OSError:
+        return None
+    cs = [json.loads(l) for l in lines]
+    cs = [c for c in cs if c.get("category", "").split("/")[0] in HELD_OUT and setback_of(c)]
+    return sum(retried(c) for c in cs), len(cs)
+
+
 def branches(out: str, seeds: list, w_steps: int) -> None:
     """Recovery branching's continuations (completions.jsonl records with branch_of) per window of steps,
     forced (branch_forced: made to retry) and free apart: how many, how many called a tool again in their own
@@ -196,10 +215,13 @@ def main(out: str, seeds: list) -> None:
     print()
     # How each model behaves over every held-out task: malformed calls, and calls per trajectory (1.0 means it
     # never tries a second query, whatever the first returned).
-    print("| every held-out task | model | format error rate | tool calls per trajectory | setbacks self-corrected |")
-    print("|---|---|---|---|---|")
+    # Retried: of the held-out trajectories that met a setback, those that called a tool again (well-formed) after
+    # it: whether the policy tries to recover at all, which self-correction needs first.
+    print("| every held-out task | model | format error rate | tool calls per trajectory | setbacks self-corrected "
+          "| held-out setbacks retried |")
+    print("|---|---|---|---|---|---|")
     for m, name in all_models:
-        fe, calls, per = [], [], []
+        fe, calls, per, rt, rper = [], [], [], [], []
         for s in seeds:
             rep = report(out, s, m)
             if rep is None:
@@ -207,7 +229,11 @@ def main(out: str, seeds: list) -> None:
             fe.append(rep["format_error_rate"])
             calls.append(rep["n_calls"] / rep["n_trajectories"])
             per.append(f"{s}: {rep['n_self_corrected']}/{rep['n_setback']}")
-        print(f"| all | {name} | {fmt(fe)} | {fmt(calls)} | {'; '.join(per)} |")
+            r = eval_retries(out, s, m)
+            if r is not None and r[1]:
+                rt.append(r[0] / r[1])
+                rper.append(f"{s}: {r[0]}/{r[1]}")
+        print(f"| all | {name} | {fmt(fe)} | {fmt(calls)} | {'; '.join(per)} | {fmt(rt)} ({'; '.join(rper)}) |")
     print()
     # The goal: GRPO's success on the held-out edge cases at least 30 points above SFT's, self-correction up.
     # For GRPO's evaluated checkpoints, the success rates alone, after the final model's lines.
