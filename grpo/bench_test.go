@@ -23,7 +23,10 @@ import (
 // $MCPRL_BENCH_MODEL (a model directory) or the default tiny Qwen2 over 2,048 ids. $MCPRL_BENCH_PROMPT and
 // $MCPRL_BENCH_COMPLETION change the two lengths, and $MCPRL_BENCH_LORA_R > 0 trains a LoRA adapter of that
 // rank (lora_alpha 2r, the default target modules) instead of every weight (scripts/bench-smollm2-step.sh), with
-// lora_dropout $MCPRL_BENCH_LORA_DROPOUT percent (default 0).
+// lora_dropout $MCPRL_BENCH_LORA_DROPOUT percent (default 0), on the modules $MCPRL_BENCH_LORA_TARGETS lists
+// (comma-separated, e.g. all-linear; default q_proj,v_proj) and with the token rows $MCPRL_BENCH_TOKENS lists
+// (comma-separated ids; default none) trainable. $MCPRL_BENCH_GRADIENT_CHECKPOINTING=1 turns gradient_checkpointing
+// on (the attention probabilities recomputed in the backward pass).
 // It reports the CPU time per step and the process's peak resident memory (VmHWM) after the timed steps, and
 // writes a per-op profile of the timed steps (kernels.OpTimes) to $MCPRL_BENCH_OPTIME when that names a file.
 func BenchmarkGRPOStep(b *testing.B) {
@@ -44,10 +47,21 @@ func BenchmarkGRPOStep(b *testing.B) {
 		// lora_dropout $MCPRL_BENCH_LORA_DROPOUT percent, default 0, as the steps README reports were timed.
 		cfg.UsePeft, cfg.LoraR, cfg.LoraAlpha = true, r, float64(2*r)
 		cfg.LoraDropout = float64(benchEnvInt(b, "MCPRL_BENCH_LORA_DROPOUT", 0)) / 100
+		if targets := os.Getenv("MCPRL_BENCH_LORA_TARGETS"); targets != "" {
+			cfg.LoraTargetModules = strings.Split(targets, ",")
+		}
+		for _, id := range strings.FieldsFunc(os.Getenv("MCPRL_BENCH_TOKENS"), func(r rune) bool { return r == ',' }) {
+			n, err := strconv.Atoi(id)
+			if err != nil {
+				b.Fatalf("$MCPRL_BENCH_TOKENS: %v", err)
+			}
+			cfg.TrainableTokens = append(cfg.TrainableTokens, n)
+		}
 		if err := m.AddLoRA(cfg.LoRA(), 1); err != nil {
 			b.Fatal(err)
 		}
 	}
+	cfg.GradientCheckpointing = benchEnvInt(b, "MCPRL_BENCH_GRADIENT_CHECKPOINTING", 0) != 0
 	cfg.PerDeviceTrainBatchSize, cfg.GradientAccumulationSteps, cfg.NumGenerations = batch, 1, batch
 	cfg.LossType, cfg.LearningRate, cfg.MaxCompletionLength = LossDAPO, 1e-5, completion
 	cfg.VLLMImportanceSamplingCorrection = false // sampled by the policy itself: no correction, as in TRL without vLLM

@@ -339,15 +339,24 @@ func TestReportTo(t *testing.T) {
 // TestTRLOnlyKeys: TRL keys that change nothing here load and are listed; TRL options mcprl does not
 // implement are errors that say so, by line.
 func TestTRLOnlyKeys(t *testing.T) {
-	cfg, err := Parse([]byte("run_name: x\nlearning_rate: 1e-5\nbf16: true\ngradient_checkpointing: true\n"), "t.yaml")
+	cfg, err := Parse([]byte("run_name: x\nlearning_rate: 1e-5\nbf16: true\ntf32: true\n"), "t.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(cfg.Ignored, ", "); got != "run_name (line 1), bf16 (line 3), gradient_checkpointing (line 4)" {
+	if got := strings.Join(cfg.Ignored, ", "); got != "run_name (line 1), bf16 (line 3), tf32 (line 4)" {
 		t.Errorf("Ignored = %q", got)
 	}
 	if cfg.LearningRate != 1e-5 {
 		t.Errorf("learning_rate %v", cfg.LearningRate)
+	}
+	// gradient_checkpointing recomputes the attention probabilities in the backward pass: off by default.
+	if cfg.GradientCheckpointing {
+		t.Error("gradient_checkpointing on by default")
+	}
+	if gc, err := Parse([]byte("gradient_checkpointing: true\n"), "t.yaml"); err != nil {
+		t.Error(err)
+	} else if !gc.GradientCheckpointing || len(gc.Ignored) > 0 {
+		t.Errorf("gradient_checkpointing: true: read %v, ignored %v", gc.GradientCheckpointing, gc.Ignored)
 	}
 	// disable_dropout turns a LoRA adapter's dropout off, so it is a key with an effect.
 	if cfg, err := Parse([]byte("disable_dropout: true\n"), "t.yaml"); err != nil {

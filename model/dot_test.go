@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -10,64 +11,79 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 )
 
-// TestAttendGradient: attend's value and closed-form gradients (w.r.t. the scores and the values) equal GoMLX's
-// Softmax followed by the product, differentiated op by op, masked scores (maskedScore added) and a fully masked
-// row included. The two sum the S keys in other orders and round exp differently: within dotTol(S) of the
-// largest value of each output.
+// TestAttendGradient: attend's value and closed-form gradients (w.r.t. the queries, the keys and the values),
+// with the probabilities kept and recomputed in the backward pass, equal GoMLX's Softmax of the masked scores
+// followed by the product, differentiated op by op, masked keys and a fully masked row included. The two sum the
+// S keys in other orders and round exp differently: within dotTol(S·hd) of the largest value of each output.
 func TestAttendGradient(t *testing.T) {
+	for _, recompute := range []bool{false, true} {
+		t.Run(fmt.Sprintf("recompute=%v", recompute), func(t *testing.T) { testAttendGradient(t, recompute) })
+	}
+}
+
+func testAttendGradient(t *testing.T, recompute bool) {
 	backend := testBackend(t)
-	dims := []int{2, 1, 3, 4, 7} // [B, kvH, G, T, S]
-	vdims := []int{2, 1, 7, 5}   // [B, kvH, S, hd]
-	data := make([]float32, 2*3*4*7)
-	for j := range data {
-		data[j] = float32(3 * math.Sin(float64(j)*0.61))
-		if j%5 == 0 || j/7 == 4 { // masked keys, and row 4 masked entirely
-			data[j] += maskedScore
-		}
-	}
-	vals := make([]float32, 2*7*5)
-	for j := range vals {
-		vals[j] = float32(math.Cos(float64(j) * 0.37))
-	}
-	x, v := tensors.FromFlatDataAndDimensions(data, dims...), tensors.FromFlatDataAndDimensions(vals, vdims...)
+	q, keys, bias, values := attendInputs()
 	run := func(mine bool) [][]float32 {
-		out, err := graph.NewExec(backend, func(x, v *graph.Node) []*graph.Node {
+		out, err := graph.NewExec(backend, func(q, k, bias, v *graph.Node) []*graph.Node {
 			var y *graph.Node
 			if mine {
-				y = attend(x, v)
+				y = attend(q, k, bias, v, recompute)
 			} else {
-				y = graph.DotGeneral(graph.Softmax(x, -1), []int{4}, []int{0, 1}, v, []int{2}, []int{0, 1})
+				y = graph.DotGeneral(graph.Softmax(graph.Add(scores(q, k), bias), -1), []int{4}, []int{0, 1}, v, []int{2}, []int{0, 1})
 			}
-			w := graph.Cos(graph.IotaFull(x.Graph(), shapes.Make(dtypes.Float32, y.Shape().Dimensions...)))
-			grads := graph.Gradient(graph.ReduceAllSum(graph.Mul(y, w)), x, v)
-			return []*graph.Node{y, grads[0], grads[1]}
+			w := graph.Cos(graph.IotaFull(q.Graph(), shapes.Make(dtypes.Float32, y.Shape().Dimensions...)))
+			grads := graph.Gradient(graph.ReduceAllSum(graph.Mul(y, w)), q, k, v)
+			return []*graph.Node{y, grads[0], grads[1], grads[2]}
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := out.Exec(x, v)
+		res, err := out.Exec(q, keys, bias, values)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return [][]float32{tensors.MustCopyFlatData[float32](res[0]), tensors.MustCopyFlatData[float32](res[1]),
-			tensors.MustCopyFlatData[float32](res[2])}
+		var flat [][]float32
+		for _, r := range res {
+			flat = append(flat, tensors.MustCopyFlatData[float32](r))
+		}
+		return flat
 	}
 	want, got := run(false), run(true)
-	for k, name := range []string{"value", "scores gradient", "values gradient"} {
+	for k, name := range []string{"value", "queries gradient", "keys gradient", "values gradient"} {
 		scale := 0.0
 		for _, w := range want[k] {
 			scale = max(scale, math.Abs(float64(w)))
 		}
-		bound := dotTol(dims[4], scale)
+		bound := dotTol(7*5, scale)
 		for j := range want[k] {
 			if d := math.Abs(float64(want[k][j] - got[k][j])); d > bound || math.IsNaN(float64(got[k][j])) {
 				t.Fatalf("%s [%d]: got %v, want %v", name, j, got[k][j], want[k][j])
 			}
 		}
 	}
-	if got[1][0] != 0 && data[0] < maskedScore/2 {
-		t.Errorf("masked score got gradient %v", got[1][0])
+}
+
+// attendInputs are attend's inputs for the tests: q [B, kvH, G, T, hd] = [2, 1, 3, 4, 5], keys and values
+// [B, kvH, S, hd] = [2, 1, 7, 5], and a bias [B, 1, 1, T, S] that masks some keys and all of row 2's.
+func attendInputs() (q, keys, bias, values *tensors.Tensor) {
+	wave := func(n int, f func(float64) float64, step, amp float64) []float32 {
+		out := make([]float32, n)
+		for j := range out {
+			out[j] = float32(amp * f(float64(j)*step))
+		}
+		return out
 	}
+	b := make([]float32, 2*4*7)
+	for j := range b {
+		if j%5 == 0 || j%28/7 == 2 {
+			b[j] = maskedScore
+		}
+	}
+	return tensors.FromFlatDataAndDimensions(wave(2*3*4*5, math.Sin, 0.61, 1.3), 2, 1, 3, 4, 5),
+		tensors.FromFlatDataAndDimensions(wave(2*7*5, math.Sin, 0.29, 1.1), 2, 1, 7, 5),
+		tensors.FromFlatDataAndDimensions(b, 2, 1, 1, 4, 7),
+		tensors.FromFlatDataAndDimensions(wave(2*7*5, math.Cos, 0.37, 1), 2, 1, 7, 5)
 }
 
 // TestSwiGLUGradient: swiGLU's value and closed-form gradients equal silu(gate) * up differentiated by GoMLX op by

@@ -36,6 +36,7 @@ var onEngines = []struct {
 }{
 	{"GoldenLogits", TestGoldenLogits},
 	{"ChunkedLogProbs", chunkedLogProbsOnEngine},
+	{"RecomputeExact", TestRecomputeExact},
 	{"GreedyCacheMatchesNoCache", TestGreedyCacheMatchesNoCache},
 	{"CacheWindowGrowth", TestCacheWindowGrowth},
 	{"SamplingLogProbsAndDeterminism", TestSamplingLogProbsAndDeterminism},

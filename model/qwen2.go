@@ -151,40 +151,71 @@ func (m *Model) attention(ctx *context.Context, x, cos, sin, bias *Node, cache *
 		cache = &kvCache{k: cache.write(cache.k, k), v: cache.write(cache.v, v), slots: cache.slots}
 		keys, values = cache.k, cache.v
 	}
-	scores := DotGeneral(q, []int{4}, []int{0, 1}, keys, []int{3}, []int{0, 1}) // [B, kvH, G, T, S]
-	// Adding the mask, as HF does, broadcasts it inside the Add; its gradient passes straight through.
 	// out is [B, kvH, G, T, hd]. Decoding is never differentiated: it goes without attend's gradient plumbing.
 	var out *Node
 	if cache != nil {
-		out = DotGeneral(Softmax(Add(scores, bias), -1), []int{4}, []int{0, 1}, values, []int{2}, []int{0, 1})
+		out = DotGeneral(Softmax(Add(scores(q, keys), bias), -1), []int{4}, []int{0, 1}, values, []int{2}, []int{0, 1})
 	} else {
-		out = attend(Add(scores, bias), values)
+		out = attend(q, keys, bias, values, m.RecomputeAttention)
 	}
 	out = Reshape(TransposeAllAxes(out, 0, 3, 1, 2, 4), b, t, nh*hd)
 	return linear(ctx.In("o_proj"), out, false), cache
 }
 
-// attend is softmax(x) · values for scores x [B, kvH, G, T, S] and values [B, kvH, S, hd], with the softmax's
-// closed-form gradient x̄ = p ⊙ (p̄ - Σ p̄ ⊙ p), p̄ = ō · valuesᵀ: four passes over the scores where differentiating
-// exp, sum and divide op by op took about a dozen, and one [B, kvH, G, T, S] tensor (p) kept for the backward pass
-// per layer, where p plus a differentiable copy of it were two (for SmolLM2 at 8 x 512 tokens, 75 MiB a layer).
+// scores is q · keysᵀ [B, kvH, G, T, S] for q [B, kvH, G, T, hd] and keys [B, kvH, S, hd]. Adding the mask, as HF
+// does, broadcasts it inside the Add; its gradient passes straight through.
+func scores(q, keys *Node) *Node {
+	return DotGeneral(q, []int{4}, []int{0, 1}, keys, []int{3}, []int{0, 1})
+}
+
+// attend is softmax(x) · values for the masked scores x = q · keysᵀ + bias [B, kvH, G, T, S] (q [B, kvH, G, T, hd],
+// keys and values [B, kvH, S, hd], bias [B, 1, 1, T, S]), with the softmax's closed-form gradient
+// x̄ = p ⊙ (p̄ - Σ p̄ ⊙ p), p̄ = ō · valuesᵀ: four passes over the scores where differentiating exp, sum and divide
+// op by op took about a dozen.
 //
-// p is computed from a stopped x, so the product's own gradient reaches values only. The scores' gradient needs
-// ō, the gradient arriving at the output: a custom identity on the output records it, and the output also carries
-// an exactly-zero link, the row sums of (x' - x) for a custom identity x' of x, through which GoMLX's reverse pass
-// reaches x'; x' then computes its gradient from the recorded ō (the output, created after x', is visited first).
-func attend(x, values *Node) *Node {
+// With recompute (Model.RecomputeAttention) the backward pass computes p again from q and keys (inBackward,
+// which selects the keys), for the scores' gradient and for the values' (pᵀ · ō), so no [B, kvH, G, T, S] tensor
+// is kept from the forward pass to the backward: what the recomputation reads, q, keys and values, the products' own gradients keep anyway (on XLA
+// also the two [B, T, kvH·hd] tensors the keys are made of, which it fuses into the select). That costs one more
+// q · keysᵀ product and softmax per layer (3.5% of a SmolLM2 step's multiply-adds at 8 x 512 tokens, and 12% of
+// its time on XLA: the softmax's passes over the scores come twice) and frees B·n_h·T·S floats per layer (for
+// SmolLM2 at 8 x 512 tokens, 72 MiB a layer, 2.1 GiB over its 30 layers), which both engines keep until the
+// layer's backward without it. The recomputed p is the forward's bit for bit (the same ops on the same values),
+// and so are the gradients (TestRecomputeExact).
+//
+// p is computed from a stopped x, so GoMLX differentiates the product with the values only, and the custom
+// identity on the values replaces that gradient (whose nodes, which read the forward's p, no output then uses)
+// with pᵀ · ō from the recomputed p, formed as the DotGeneral gradient (internal/kernels) forms it. The scores'
+// gradient needs ō, the gradient arriving at the output: a custom identity on the output records it, and the
+// output also carries an exactly-zero link, the row sums of (x' - x) for a custom identity x' of x, through
+// which GoMLX's reverse pass reaches x'; x' and the values' identity then compute their gradients from the
+// recorded ō (the output, created after both, is visited first).
+func attend(q, keys, bias, values *Node, recompute bool) *Node {
+	x := Add(scores(q, keys), bias)
 	fixed := StopGradient(x)
 	p := Softmax(fixed, -1)
-	var outGrad *Node
-	xc := IdentityWithCustomGradient(x, func(_, _ *Node) *Node {
+	var outGrad, pBack *Node
+	backP := func() *Node { // p, for the backward pass
 		if outGrad == nil {
-			panic("model: attention's scores gradient needs its output's, which GoMLX did not visit first")
+			panic("model: attention's gradients need its output's, which GoMLX did not visit first")
 		}
-		dp := DotGeneral(outGrad, []int{4}, []int{0, 1}, values, []int{3}, []int{0, 1}) // [B, kvH, G, T, S]
+		if pBack == nil {
+			pBack = p
+			if recompute && recomputeInBackward {
+				pBack = Softmax(Add(scores(StopGradient(q), inBackward(StopGradient(keys), ReduceAllSum(outGrad))), StopGradient(bias)), -1)
+			}
+		}
+		return pBack
+	}
+	xc := IdentityWithCustomGradient(x, func(_, _ *Node) *Node {
+		p := backP()
+		dp := DotGeneral(outGrad, []int{4}, []int{0, 1}, StopGradient(values), []int{3}, []int{0, 1}) // [B, kvH, G, T, S]
 		return Mul(p, Sub(dp, ReduceAndKeep(Mul(dp, p), ReduceSum, -1)))
 	})
-	out := DotGeneral(p, []int{4}, []int{0, 1}, values, []int{2}, []int{0, 1}) // [B, kvH, G, T, hd]
+	vc := IdentityWithCustomGradient(values, func(_, _ *Node) *Node {
+		return TransposeAllAxes(DotGeneral(outGrad, []int{2, 3}, []int{0, 1}, backP(), []int{2, 3}, []int{0, 1}), 0, 1, 3, 2)
+	})
+	out := DotGeneral(p, []int{4}, []int{0, 1}, vc, []int{2}, []int{0, 1}) // [B, kvH, G, T, hd]
 	out = Add(out, ReduceAndKeep(Sub(xc, fixed), ReduceSum, -1))
 	return IdentityWithCustomGradient(out, func(_, v *Node) *Node {
 		outGrad = v
@@ -204,18 +235,21 @@ func mlp(ctx *context.Context, x *Node, plain bool) *Node {
 }
 
 // swiGLU is silu(gate) * up with its closed-form gradients, ḡ = ȳ ⊙ up ⊙ σ(g) ⊙ (1 + g ⊙ (1 - σ(g))) and
-// ū = ȳ ⊙ g ⊙ σ(g), recomputing σ(g) in the backward pass: only gate and up are kept for it, where differentiating
-// op by op kept σ(g) and g ⊙ σ(g) as well (for SmolLM2 at 8 x 512 tokens, 50 MiB a layer). The output is
-// y + (g' - g) + (u' - u) over custom identities g' and u', exactly y, whose gradient reaches gate and up only
+// ū = ȳ ⊙ g ⊙ σ(g), recomputing σ(g) and g ⊙ σ(g) in the backward pass from g (inBackward): only gate and up are
+// kept for it, where differentiating op by op kept σ(g) and g ⊙ σ(g) as well (for SmolLM2 at 8 x 512 tokens, 48
+// MiB a layer), and so did XLA while the recomputation read g itself, merging it with the forward's. The output
+// is y + (g' - g) + (u' - u) over custom identities g' and u', exactly y, whose gradient reaches gate and up only
 // through the identities.
 func swiGLU(gate, up *Node) *Node {
 	g, u := StopGradient(gate), StopGradient(up)
 	y := Mul(Mul(g, Sigmoid(g)), u)
 	gc := IdentityWithCustomGradient(gate, func(_, v *Node) *Node {
+		g := inBackward(g, v)
 		sig := Sigmoid(g)
 		return Mul(Mul(v, u), Mul(sig, AddScalar(Mul(g, OneMinus(sig)), 1)))
 	})
 	uc := IdentityWithCustomGradient(up, func(_, v *Node) *Node {
+		g := inBackward(g, v)
 		return Mul(v, Mul(g, Sigmoid(g)))
 	})
 	return Add(Add(y, Sub(gc, g)), Sub(uc, u))

@@ -1,0 +1,33 @@
+package model
+
+import (
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // graph code reads like the formulas.
+)
+
+// recomputeInBackward lets the custom gradients of swiGLU and attend (with Model.RecomputeAttention) compute what
+// they need from the forward pass again, in the backward pass (see inBackward). Tests turn it off to check that
+// the gradients are the same bit for bit.
+var recomputeInBackward = true
+
+// inBackward returns x as a value of the backward pass: Where(grad == grad, x, 0), for grad a gradient the
+// reverse pass computes (what a custom gradient function receives, of x's shape) or a scalar reduced from one.
+// It is x unless grad holds a NaN. Where it does, the gradients computed from x are NaN in the same places or
+// reach NaN through it (a NaN in a layer's output gradient reaches its input's), and so is the step's gradient
+// norm: every gradient computed from inBackward(x, grad) is the one computed from x, bit for bit, or NaN in both
+// (TestRecomputeExact).
+//
+// Why: a custom gradient that recomputes a forward value (softmax probabilities, σ(gate)) instead of reading the
+// forward pass's tensor does so on simplego, which runs the graph as built, but XLA merges identical
+// expressions (common-subexpression elimination) and so keeps the forward's tensor from the forward pass to the
+// backward pass, every layer's at once, as if nothing were recomputed. XLA cannot merge an expression of
+// inBackward(x, grad) with one of x (the select is not an identity where grad is NaN), and it can compute it
+// only once grad exists, in the backward pass; the forward's tensor then lives only until its last forward use.
+// XLA has an instruction for this, the optimization barrier JAX's remat uses, which GoMLX v0.26 does not offer.
+// XLA may fuse the ops that made x into the select, and then keeps their inputs instead of x: what is selected
+// is chosen for that (attend selects the keys, whose ops read smaller tensors than the queries').
+func inBackward(x, grad *Node) *Node {
+	if !recomputeInBackward {
+		return x
+	}
+	return Where(Equal(grad, grad), x, ZerosLike(x))
+}
