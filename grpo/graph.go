@@ -34,7 +34,7 @@ func (t *Trainer) needsOldLogProbs() bool {
 // first use, then reused).
 func (t *Trainer) compile() error {
 	cfg := t.Config
-	t.Model.RecomputeAttention = cfg.GradientCheckpointing
+	t.Model.SetGradientCheckpointing(cfg.GradientCheckpointing)
 	t.vars = train.TrainableVariables(t.Model)
 	if len(t.vars) == 0 {
 		return fmt.Errorf("grpo: the model has no trainable variables")

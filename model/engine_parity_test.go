@@ -37,6 +37,7 @@ var onEngines = []struct {
 	{"GoldenLogits", TestGoldenLogits},
 	{"ChunkedLogProbs", chunkedLogProbsOnEngine},
 	{"RecomputeExact", TestRecomputeExact},
+	{"RecomputeExactDropout", TestRecomputeExactDropout},
 	{"GreedyCacheMatchesNoCache", TestGreedyCacheMatchesNoCache},
 	{"CacheWindowGrowth", TestCacheWindowGrowth},
 	{"SamplingLogProbsAndDeterminism", TestSamplingLogProbsAndDeterminism},

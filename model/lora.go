@@ -200,15 +200,90 @@ func loraDelta(ctx *context.Context, x *Node) *Node {
 		return nil
 	}
 	g := x.Graph()
-	if p := context.GetParamOr(ctx, loraDropoutParam, 0.0); p > 0 && ctx.IsTraining(g) {
-		// As torch's dropout: keep with probability 1-p, scale the kept values by 1/(1-p).
-		keep := GreaterOrEqual(ctx.RandomUniform(g, x.Shape()), Scalar(g, x.DType(), p))
-		x = Where(keep, MulScalar(x, 1/(1-p)), ZerosLike(x))
+	var h *Node
+	p := context.GetParamOr(ctx, loraDropoutParam, 0.0)
+	switch {
+	case p > 0 && ctx.IsTraining(g) && context.GetParamOr(ctx, gradientCheckpointingParam, false) && recomputeInBackward:
+		h = droppedOutProduct(ctx, x, a.ValueGraph(g), p)
+	default:
+		if p > 0 && ctx.IsTraining(g) {
+			// As torch's dropout: keep with probability 1-p, scale the kept values by 1/(1-p).
+			keep := GreaterOrEqual(ctx.RandomUniform(g, x.Shape()), Scalar(g, x.DType(), p))
+			x = Where(keep, MulScalar(x, 1/(1-p)), ZerosLike(x))
+		}
+		h = DotGeneral(x, []int{x.Rank() - 1}, nil, a.ValueGraph(g), []int{1}, nil) // [..., r]
 	}
 	b := variableNode(ctx.In("lora_B"), g, "weight")
-	h := DotGeneral(x, []int{x.Rank() - 1}, nil, a.ValueGraph(g), []int{1}, nil) // [..., r]
-	h = DotGeneral(h, []int{h.Rank() - 1}, nil, b, []int{1}, nil)                // [..., out]
+	h = DotGeneral(h, []int{h.Rank() - 1}, nil, b, []int{1}, nil) // [..., out]
 	return Mul(h, variableNode(ctx, g, "lora_scaling"))
+}
+
+// droppedOutProduct is loraDelta's dropout(x) · Aᵀ [..., r] for a training graph with gradient_checkpointing (a
+// the value of lora_A.weight [r, in], p the dropout probability), the same values as loraDelta's other branch
+// from the same random state, with gradients computed in the backward pass from a mask drawn again: the random
+// state the forward pass drew from, taken as a value of the backward pass (inBackward), gives the same bits. So
+// neither the dropped-out input (A's gradient reads it) nor the mask (x's gradient reads it) is kept from the
+// forward pass to the backward, where XLA kept both, the mask as the 32-bit random numbers it came from: per
+// targeted module and layer 8·in bytes a token (for SmolLM2 with LoRA on all seven projections at 8 x 512 tokens,
+// 4.6 GiB over its 30 layers). What the recomputation reads, x, is kept instead, or the tensors it is made of,
+// which the layer keeps anyway but for o_proj's input. x's and A's gradients are formed as GoMLX differentiates
+// loraDelta's other branch (its Where and Mul, and the DotGeneral gradient of internal/kernels), so they are the
+// same bit for bit (TestRecomputeExact).
+//
+// The product reads x stopped and A through a custom identity whose gradient is the recomputed one (the
+// product's own gradient for A, which reads the forward's dropped-out input, is then used by nothing); x's
+// gradient comes from a custom identity of x tied to the output by an exactly-zero link, the row sums of
+// (x' - x), and both read the gradient arriving at the output, which a custom identity on it records (created
+// last, it is visited first).
+func droppedOutProduct(ctx *context.Context, x, a *Node, p float64) *Node {
+	g := x.Graph()
+	// ctx.RandomUniform, with the state it draws from at hand.
+	stateVar := ctx.GetVariableByScopeAndName(context.RootScope, context.RNGStateVariableName)
+	if stateVar == nil || !stateVar.HasValue() {
+		if err := ctx.ResetRNGState(); err != nil {
+			panic(err)
+		}
+		stateVar = ctx.GetVariableByScopeAndName(context.RootScope, context.RNGStateVariableName)
+	}
+	state := stateVar.ValueGraph(g)
+	next, uniform := RandomUniform(state, x.Shape())
+	stateVar.SetValueGraph(next)
+	scale := 1 / (1 - p)
+	mask := func(uniform *Node) *Node { return GreaterOrEqual(uniform, Scalar(g, x.DType(), p)) }
+	xs := StopGradient(x)
+	dropped := Where(mask(uniform), MulScalar(xs, scale), ZerosLike(xs))
+	last := x.Rank() - 1
+	var outGrad, keep, droppedBack *Node
+	redraw := func() { // the mask and the dropped-out input again, in the backward pass
+		if outGrad == nil {
+			panic("model: a LoRA branch's dropout gradients need its output's, which GoMLX did not visit first")
+		}
+		if keep == nil {
+			sum := ReduceAllSum(outGrad)
+			_, uniform := RandomUniform(inBackward(StopGradient(state), sum), x.Shape())
+			keep = mask(uniform)
+			droppedBack = Where(keep, MulScalar(inBackward(xs, sum), scale), ZerosLike(xs))
+		}
+	}
+	ac := IdentityWithCustomGradient(a, func(_, _ *Node) *Node {
+		redraw()
+		cross := make([]int, last)
+		for i := range cross {
+			cross[i] = i
+		}
+		return DotGeneral(outGrad, cross, nil, droppedBack, cross, nil) // [r, in]
+	})
+	xc := IdentityWithCustomGradient(x, func(_, _ *Node) *Node {
+		redraw()
+		d := DotGeneral(outGrad, []int{last}, nil, StopGradient(a), []int{0}, nil) // the dropped-out input's gradient
+		return Mul(Where(keep, d, ZerosLike(d)), BroadcastToShape(Scalar(g, x.DType(), scale), d.Shape()))
+	})
+	h := DotGeneral(dropped, []int{last}, nil, ac, []int{1}, nil) // [..., r]
+	h = Add(h, ReduceAndKeep(Sub(xc, xs), ReduceSum, -1))
+	return IdentityWithCustomGradient(h, func(_, v *Node) *Node {
+		outGrad = v
+		return v
+	})
 }
 
 // peftPrefix is what peft puts before the base model's tensor names in adapter_model.safetensors.

@@ -156,7 +156,7 @@ func (m *Model) attention(ctx *context.Context, x, cos, sin, bias *Node, cache *
 	if cache != nil {
 		out = DotGeneral(Softmax(Add(scores(q, keys), bias), -1), []int{4}, []int{0, 1}, values, []int{2}, []int{0, 1})
 	} else {
-		out = attend(q, keys, bias, values, m.RecomputeAttention)
+		out = attend(q, keys, bias, values, context.GetParamOr(ctx, gradientCheckpointingParam, false))
 	}
 	out = Reshape(TransposeAllAxes(out, 0, 3, 1, 2, 4), b, t, nh*hd)
 	return linear(ctx.In("o_proj"), out, false), cache
@@ -173,7 +173,7 @@ func scores(q, keys *Node) *Node {
 // x̄ = p ⊙ (p̄ - Σ p̄ ⊙ p), p̄ = ō · valuesᵀ: four passes over the scores where differentiating exp, sum and divide
 // op by op took about a dozen.
 //
-// With recompute (Model.RecomputeAttention) the backward pass computes p again from q and keys (inBackward,
+// With recompute (Model.SetGradientCheckpointing) the backward pass computes p again from q and keys (inBackward,
 // which selects the keys), for the scores' gradient and for the values' (pᵀ · ō), so no [B, kvH, G, T, S] tensor
 // is kept from the forward pass to the backward: what the recomputation reads, q, keys and values, the products' own gradients keep anyway (on XLA
 // also the two [B, T, kvH·hd] tensors the keys are made of, which it fuses into the select). That costs one more

@@ -2,12 +2,27 @@ package model
 
 import (
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // graph code reads like the formulas.
+	"github.com/gomlx/gomlx/pkg/ml/context"
 )
 
-// recomputeInBackward lets the custom gradients of swiGLU and attend (with Model.RecomputeAttention) compute what
-// they need from the forward pass again, in the backward pass (see inBackward). Tests turn it off to check that
-// the gradients are the same bit for bit.
+// recomputeInBackward lets the custom gradients of swiGLU, and with gradient checkpointing those of attend and of
+// a LoRA branch's dropout, compute what they need from the forward pass again, in the backward pass (see
+// inBackward). Tests turn it off to check that the gradients are the same bit for bit.
 var recomputeInBackward = true
+
+// gradientCheckpointingParam is the context parameter (at the root scope) SetGradientCheckpointing sets.
+const gradientCheckpointingParam = "gradient_checkpointing"
+
+// SetGradientCheckpointing makes the training graphs built afterwards compute again in the backward pass what
+// they would otherwise keep from the forward pass for it, where that can be done exactly: each layer's attention
+// probabilities (attend: a [B, heads, T, T] float32 tensor per layer, for SmolLM2 at 8 x 512 tokens 72 MiB a
+// layer, 2.1 GiB in all, for one more q · kᵀ product and softmax per layer) and, with lora_dropout, each LoRA
+// branch's mask and dropped-out input (droppedOutProduct: the mask drawn again from the same random state). The
+// values are the same bit for bit either way (TestRecomputeExact). The trainers set it from the config's
+// gradient_checkpointing.
+func (m *Model) SetGradientCheckpointing(on bool) {
+	m.Ctx.InAbsPath(context.RootScope).SetParam(gradientCheckpointingParam, on)
+}
 
 // inBackward returns x as a value of the backward pass: Where(grad == grad, x, 0), for grad a gradient the
 // reverse pass computes (what a custom gradient function receives, of x's shape) or a scalar reduced from one.

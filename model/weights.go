@@ -40,13 +40,6 @@ type Model struct {
 	// computes NaN wherever one of those values reaches, as it would in transformers.
 	NonFinite []string
 
-	// RecomputeAttention makes the training graphs built afterwards compute each layer's attention probabilities
-	// again in the backward pass instead of keeping them from the forward pass for it (attend): a
-	// [B, heads, T, T] float32 tensor less per layer until the backward pass reaches it (for SmolLM2 at 8 x 512
-	// tokens 72 MiB a layer, 2.1 GiB in all), for one more q · kᵀ product and softmax per layer. The values are
-	// the same bit for bit either way. The trainers set it from the config's gradient_checkpointing.
-	RecomputeAttention bool
-
 	mu         sync.Mutex
 	stepExec   *context.Exec
 	logitsExec *context.Exec

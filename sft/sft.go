@@ -122,7 +122,7 @@ func (t *Trainer) Train(ctx context.Context) error {
 	}
 	vars := train.TrainableVariables(t.Model)
 	opt := args.Optimizer()
-	t.Model.RecomputeAttention = args.GradientCheckpointing
+	t.Model.SetGradientCheckpointing(args.GradientCheckpointing)
 	exec, err := mlctx.NewExec(t.Model.Backend, t.Model.Ctx, func(ctx *mlctx.Context, tokens, attn, mask, lr *Node) (*Node, *Node) {
 		ctx.SetTraining(tokens.Graph(), true) // a LoRA adapter's dropout acts here, as in TRL's train mode
 		logp := t.Model.TokenLogProbs(ctx, tokens, attn)
