@@ -193,4 +193,3 @@ func TestRecomputeExactDropout(t *testing.T) {
 		t.Error("the training graph's log-probs equal the evaluation graph's: no dropout acted")
 	}
 }
-
