@@ -117,7 +117,11 @@ func (t *Trainer) Train(ctx context.Context, resume bool) error {
 			}
 			w.AddAll(gen.metrics)
 		}
+		// What sampling freed goes back before the step's buffer is taken, and what the step freed before the
+		// next phase: the C allocator keeps it otherwise (model.ReleaseMemory).
+		model.ReleaseMemory()
 		loss, gradNorm, stepMetrics, err := t.optimizerStep(gen, offset, lr)
+		model.ReleaseMemory()
 		if err != nil {
 			return train.StepResult{}, err
 		}
