@@ -27,24 +27,8 @@ func newChatCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "chat (--model DIR | --policy URL --served-model NAME) --fixture DIR [--dsn DSN]",
 		Short: "Talk to a policy as an agent against a live sandbox: see each tool call, its result and the answer",
-		Long: `chat reads questions from stdin, one a line, and runs each as a rollout (the loop train and eval use)
-against the fixture's live sandbox: a fork of its database (embedded SQLite, or PostgreSQL with --dsn) per
-question, every tool call executed over MCP. It prints each call with its arguments, the tool's result and
-the agent's answer, so you can see what a model does (and what training changed). Questions do not share
-a conversation or a database fork. An empty line is skipped; "exit", "quit" or end of input stops.
-
-The policy is an in-process model (--model) or one served behind an OpenAI-compatible chat-completions
-API (--policy, as in mcprl eval). By default the chat template's tool section shows the sandbox's tools;
---catalog gives the system prompt of the user's task format instead (the tool catalog in its words, as
-examples/customers was trained with), --system-prompt any other.
-
-A model folder written by mcprl train samples as it was trained: its temperature, top_p, top_k, token
-budgets, tool rounds and the system prompt its tasks shared (trainer_state.json's "generation"); flags
-override them. chat prints the settings it uses.
-
-Example:
-  echo "How many customers are inactive?" | mcprl chat --model examples/customers/base --fixture examples/fixtures/customers --catalog`,
-		Args: cobra.NoArgs,
+		Long:  help("chat"),
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			stderr, stdout := cmd.ErrOrStderr(), cmd.OutOrStdout()

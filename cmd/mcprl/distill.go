@@ -26,23 +26,8 @@ func newTasksDistillCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "distill (--policy URL --served-model NAME | --model DIR) --tasks FILE --fixtures DIR --out FILE [--k K]",
 		Short: "Rejection sampling: sample a teacher's trajectories, keep those whose assertions hold live, write them as golden trajectories for mcprl sft",
-		Long: `distill runs every task K times through the teacher (a model served behind an OpenAI-compatible
-chat-completions API with --policy, or an in-process model with --model), each trajectory in its own
-sandbox fork with its tool calls executed live, exactly as mcprl eval does. A trajectory whose
-ground_truth_assertions all hold, and whose turns a golden reproduces exactly (one well-formed call per
-turn, then an answer), becomes a golden trajectory: --out gets the task with that golden, one line per
-kept trajectory (at most --per-task distinct ones per task; the second gets the id ID-2, ...). mcprl sft
-reads the file as it is. A summary says how many tasks got a demonstration and why the others were
-left out.
-
-An in-process teacher written by mcprl train samples as it was trained (trainer_state.json's
-"generation": temperature, top_p, top_k, token budgets, tool rounds); flags override them. distill
-prints the settings it uses.
-
-Example:
-  mcprl tasks distill --policy http://localhost:8000/v1 --served-model Qwen/Qwen2.5-7B-Instruct \
-    --tasks train.jsonl --fixtures examples/fixtures --out distilled.jsonl --k 4 --temperature 0.7`,
-		Args: cobra.NoArgs,
+		Long:  help("tasks-distill"),
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			stderr := cmd.ErrOrStderr()

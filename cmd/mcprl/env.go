@@ -17,6 +17,7 @@ func newEnvCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "env",
 		Short: "Serve the live sandboxes as an environment for other trainers (TRL, verl, OpenEnv)",
+		Long:  help("env"),
 		Args:  cobra.NoArgs,
 	}
 	cmd.AddCommand(newEnvServeCmd())
@@ -31,24 +32,8 @@ func newEnvServeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve --fixtures DIR --tasks FILE [--dsn DSN] [--rewards NAMES] [--listen ADDR]",
 		Short: "Serve sandboxes over OpenEnv's protocol: a fork per episode, tool calls, rewards",
-		Long: `serve speaks OpenEnv's environment protocol, so OpenEnv's EnvClient and MCPToolClient, TRL's
-GRPOTrainer (environment_factory, with the mcprl_env Python package) and verl's tool agent loop
-run their tool calls in mcprl's sandboxes:
-
-  WebSocket /ws   one connection = one session; {"type": "reset"|"step"|"state"|"close"|"mcp", "data": ...}
-                  reset {"task_id": ID} or the task inline -> system prompt, task, tools' JSON schemas;
-                  step {"type": "call_tool", "tool_name", "arguments"} -> the tool's result as rollouts see it;
-                  step {"type": "finish", "completion"} -> done, with the reward; state -> the reward so far
-  POST /mcp       JSON-RPC tools/list, tools/call (a fork per call, or a session's), openenv/session/create|close
-  GET /health (without the token, for liveness probes), /schema, /metadata, /stats
-
-Every episode runs in its own copy-on-write fork of its task's fixture (SQLite, or PostgreSQL with --dsn),
-with the same confinement as training. Sessions idle for --idle-timeout are freed; SIGTERM or Ctrl-C closes
-every session and fork before exiting.
-
-Example:
-  mcprl env serve --fixtures examples/fixtures --tasks examples/customers/tasks.jsonl --listen 127.0.0.1:8000`,
-		Args: cobra.NoArgs,
+		Long:  help("env-serve"),
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
 			if c.Token, err = httpguard.TokenFromEnv(tokenEnv); err != nil {

@@ -29,47 +29,8 @@ func newEvalCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "eval (--model DIR | --policy URL --served-model NAME | --golden) --tasks FILE [--fixtures DIR] [--k K] [--json] [--seed S] [--temperature T] [--dsn DSN] [--output-dir DIR]",
 		Short: "Evaluate a policy on tasks in live sandboxes: success rate, pass@k, tool use, self-correction",
-		Long: `eval runs every task K times (--samples N times, N >= K, for a sharper pass@k) through the same
-rollout loop as train, each trajectory in its own sandbox fork with its tool calls executed over MCP, and
-scores each by its task's ground_truth_assertions while its sandbox is still open. It reports, overall and
-per task category:
-
-  success_rate          share of trajectories in which every assertion holds
-  pass_at_k             mean over tasks of the unbiased pass@k estimator 1 - C(n-c,k)/C(n,k)
-  tool_accuracy         share of tool calls that are well-formed, name a catalog tool and did not error
-  hallucination_rate    share of tool calls naming a tool outside the catalog
-  format_error_rate     share of tool calls that could not be parsed
-  mean_turns            assistant turns per trajectory
-  self_correction_rate  among trajectories with a failed or empty tool call, the share that succeeded
-
-as a table, or with --json as one JSON object. With --output-dir it saves every trajectory (turns, calls,
-results, reward breakdown) to DIR/trajectories.jsonl, the summary to DIR/report.json, and a page to look at
-(tables and a trajectory browser, see mcprl report) to DIR/report.html.
-
---golden replays each task's golden trajectory instead of sampling a model: the upper bound a careful agent
-reaches, and a check that a task set's assertions hold (without --model it uses the embedded small tokenizer).
-A model folder written by mcprl train (checkpoint-STEP/ or final/) carries the generation settings it was
-trained with (trainer_state.json's "generation"); eval samples with them unless flags or --config say otherwise.
---policy URL --served-model NAME samples from a model served behind an OpenAI-compatible chat-completions
-API instead (vLLM, SGLang, Ollama, llama.cpp's server, transformers serve, a hosted endpoint): every request
-sends the conversation and the sandbox's tools, native tool calls come back as <tool_call> blocks, and
-temperature, top_p, top_k, --samples (as n) and the token budget (as max_tokens) are passed through. The
-server is probed before any work starts; a request that still fails after its retries ends its trajectory
-with the reason (unscored, counted in n_errors). --tokenizer gives the served model's tokenizer, for exact
-token budgets.
-A trajectory ended by a failure (a policy server's, a sandbox's, an oracle's) says nothing about the policy:
-it is counted in n_errors (the table's errors column; stderr names the first) and left out of every rate,
-and pass@k averages over the tasks with at least k scored trajectories. When every trajectory failed, eval
-prints the report and exits non-zero.
---config reads model, tasks, fixtures, dsn and the generation settings (max_prompt_length,
-max_completion_length, max_tool_calling_iterations, temperature, top_p, top_k, seed) from a train config;
-flags override it. Results are deterministic for a given seed and batch size.
-
-Examples:
-  mcprl eval --golden --tasks examples/experiment/heldout_tasks.jsonl --fixtures examples/fixtures
-  mcprl eval --model runs/grpo/final --tasks examples/experiment/heldout_tasks.jsonl --fixtures examples/fixtures --k 4 --json
-  mcprl eval --policy http://localhost:8000/v1 --served-model Qwen/Qwen2.5-7B-Instruct --tasks examples/customers/quick_tasks.jsonl --temperature 0`,
-		Args: cobra.NoArgs,
+		Long:  help("eval"),
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runEval(cmd, &flags, &ef, &served)
 		},

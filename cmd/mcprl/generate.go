@@ -22,26 +22,8 @@ func newGenerateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "generate --model DIR (--prompt TEXT | --tasks FILE --fixtures DIR) [--greedy] [--logprobs] [--max-new-tokens N]",
 		Short: "Sample completions of a prompt or of each task's prompt and write them as JSONL",
-		Long: `generate samples from the model in DIR with its KV cache and writes one JSON object per prompt:
-{"id", "prompt", "prompt_ids", "text", "ids", "logprobs", "finish_reason"}: the prompt as text and token ids,
-the completion as text and token ids (a stop token included), with --logprobs each sampled token's log-prob
-log softmax(logits / temperature)[token] over the whole vocabulary (temperature 1 when --greedy: what
-mcprl model forward's token_logprobs give for the same tokens), and why it stopped ("stop" or "length").
-
---prompt TEXT is encoded as it is (special tokens such as <|im_start|> in it become their ids); with --chat it
-is the user's message, rendered with the model's chat template. --tasks FILE renders each task's prompt as a
-rollout does (its system prompt, or the chat template's tool section from the fixture's tools) and stops at
-</tool_call> as well as at the end-of-turn tokens: the first turn of a trajectory. Prompts are sampled in
-batches of --batch-size; sequence i of a batch draws from its own stream of --seed.
-
-A model folder written by mcprl train samples as it was trained (trainer_state.json's "generation": its
-temperature, top_p, top_k, and max_completion_length as --max-new-tokens), and --chat renders the system
-prompt its tasks shared before the user's message; flags override them. generate prints the settings it uses.
-
-Examples:
-  mcprl generate --model runs/grpo/final --prompt 'SELECT' --greedy --logprobs --max-new-tokens 16
-  mcprl generate --model runs/grpo/final --tasks examples/customers/quick_tasks.jsonl --fixtures examples/fixtures --out gen.jsonl`,
-		Args: cobra.NoArgs,
+		Long:  help("generate"),
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if (src.Prompt == "") == (src.Tasks == "") {
 				return errors.New("give one of --prompt TEXT and --tasks FILE")

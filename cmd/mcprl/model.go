@@ -14,7 +14,7 @@ func newModelCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "model",
 		Short: "Policy model (Qwen2, Llama) commands: create random weights, import or export a GGUF file, inspect a checkpoint",
-		Long:  "Commands on Hugging Face Qwen2 and Llama model directories (config.json + model.safetensors), the format mcprl trains and saves.",
+		Long:  help("model"),
 	}
 	cmd.AddCommand(newModelInitCmd(), newModelInfoCmd(), newModelImportCmd(), newModelExportCmd(), newModelMergeCmd(), newModelForwardCmd(), newModelGenerateCmd())
 	return cmd
@@ -26,17 +26,8 @@ func newModelInitCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "init (--config FILE | --tokenizer DIR) --out DIR [--seed S]",
 		Short: "Write a Qwen2 model with random weights (Hugging Face initialization) to a directory",
-		Long: `init creates a Qwen2 model initialized as transformers does (normal(0, initializer_range) linear and
-embedding weights, zero biases, unit norms) and saves it as a Hugging Face directory: config.json,
-generation_config.json, model.safetensors and, with --tokenizer, the tokenizer files.
-
-Without --config it uses the tiny default (hidden 256, 4 layers, 4 heads / 2 KV heads, intermediate 704, tied
-embeddings) with the vocabulary size, <|im_end|> eos and <|endoftext|> pad of the --tokenizer directory.
-
-Examples:
-  mcprl model init --tokenizer tokenizer/small/qwen2.5-2048 --out runs/tiny
-  mcprl model init --config my-config.json --tokenizer tok/ --out runs/base --seed 7`,
-		Args: cobra.NoArgs,
+		Long:  help("model-init"),
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var cfg *model.Config
 			var err error
@@ -83,7 +74,7 @@ func newModelInfoCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "info DIR",
 		Short: "Load a Qwen2 or Llama model directory and print its shape and parameter count",
-		Long:  "info loads config.json and every tensor (checking names and shapes) and prints a summary; it fails on a missing tensor, a wrong shape or an architecture other than Qwen2 and Llama.",
+		Long:  help("model-info"),
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// The engine line is info's first line, on stdout with the summary.

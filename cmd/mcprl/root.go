@@ -1,6 +1,9 @@
 package main
 
 import (
+	"embed"
+	"strings"
+
 	"github.com/spf13/cobra"
 
 	"github.com/mcprl/mcprl/internal/buildinfo"
@@ -12,7 +15,7 @@ func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "mcprl",
 		Short:         "Reinforcement learning (GRPO) for MCP tool calling",
-		Long:          "mcprl trains an LLM agent to call Model Context Protocol tools well: it samples N trajectories per task,\nruns every tool call against a live MCP sandbox, scores each with a verifiable reward and updates the policy\nrelative to its group's mean (GRPO).",
+		Long:          help("mcprl"),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       buildinfo.String(),
@@ -26,4 +29,21 @@ func newRootCmd() *cobra.Command {
 	distill, _, _ := tasks.Find([]string{"distill"})
 	addEngineFlag(train, sft, modelCmd, distill, eval, generate, chatCmd)
 	return root
+}
+
+// helpFiles holds each command's long help as text, help/NAME.txt, where
+// NAME is the command's path below mcprl joined by "-" (help/mcprl.txt for
+// mcprl itself): documentation, read and reviewed as text.
+//
+//go:embed help/*.txt
+var helpFiles embed.FS
+
+// help returns the long help of the command named name: help/NAME.txt
+// without its final newline.
+func help(name string) string {
+	b, err := helpFiles.ReadFile("help/" + name + ".txt")
+	if err != nil {
+		panic(err) // every file is embedded at build time; TestHelpFromFiles checks each command's
+	}
+	return strings.TrimSuffix(string(b), "\n")
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -17,30 +18,16 @@ type scoreOptions struct {
 	completions, output string
 }
 
+// rewardsHelp marks where score's help lists the rewards (reward.Registry.Help).
+const rewardsHelp = "{{rewards}}"
+
 func newScoreCmd() *cobra.Command {
 	var o scoreOptions
 	cmd := &cobra.Command{
 		Use:   "score --reward NAME[,NAME...] --completions FILE [--tasks FILE] [--fixtures DIR] [--dsn DSN] [--workers N]",
 		Short: "Score completions with reward functions, one JSON line per completion",
-		Long: `score reads completions as JSONL, {"task_id": "...", "completion": "..."} per line (the completion is the
-assistant's text, tool-call tags included), scores each with the named rewards and writes one JSON line per
-completion, in input order:
-  {"index": I, "task_id": "...", "reward": R, "breakdown": {"NAME": {"weight": W, "score": S, "reason": ..., "checks": [...]}}}
-Several rewards are summed with their weights: --reward format:0.3,tool_selection:0.3,execution:0.4,hallucination:0.5
-(NAME alone weighs 1). A bad line is reported on stderr with its line number and written as
-{"index": I, "line": N, "reward": null, "error": "..."}; the run goes on.
-
-Rewards that read tool results or the database ("assertions", "execution", "verifiable") run each completion's
-tool calls, in order, in a fresh fork of its task's sandbox (--tasks and --fixtures needed; --dsn for
-PostgreSQL, embedded SQLite otherwise), then check against that fork. "compute_mcp_reward" (the user's function; "seed" is
-accepted for it) needs neither and is fast.
-
-Rewards: ` + reward.NewRegistry().Help() + `
-
-Example:
-  mcprl score --reward compute_mcp_reward --completions completions.jsonl
-  mcprl score --reward verifiable --tasks examples/customers/tasks.jsonl --fixtures examples/fixtures --completions c.jsonl`,
-		Args: cobra.NoArgs,
+		Long:  strings.Replace(help("score"), rewardsHelp, reward.NewRegistry().Help(), 1),
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
 			if o.output != "" && o.output != "-" {

@@ -15,14 +15,8 @@ func newSFTCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sft --config FILE [--model DIR] [--tasks FILE] [--fixtures DIR] [--output-dir DIR]",
 		Short: "Supervised fine-tuning on golden trajectories (the baseline GRPO must beat)",
-		Long: `sft replays every task's golden trajectory (tasks without one, such as generated edge cases, are
-skipped and counted) through the rollout loop against its live sandbox,
-renders it with the model's chat template, and trains on the assistant's tokens only (never the prompt or
-tool output). Its config holds the TrainingArguments names (learning_rate, max_steps, num_train_epochs,
-per_device_train_batch_size, lr_scheduler_type, warmup_ratio, max_grad_norm, logging_steps, seed, ...),
-model, tasks, fixtures, dsn, max_prompt_length and max_completion_length, and no GRPO key. It writes
-metrics.jsonl and final/ to output_dir in the same format as train.`,
-		Args: cobra.NoArgs,
+		Long:  help("sft"),
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			stderr := cmd.ErrOrStderr()

@@ -11,13 +11,9 @@ import (
 // maxCommandLines bounds the non-test lines of this package: the command is
 // flags, reading and writing files, and printing; what a command does lives
 // in the package that owns the concept. Issue 32 asks for 1,200 at most;
-// this is the bound reached by moving logic out, and it only goes down. Of
-// the 1,733 lines, 319 are help text (cobra Use, Short, Long), 162 flag
-// registrations, 200 imports, 136 package clauses, blank lines and
-// comments, about 500 cobra structure and error returns, and about 420
-// checks of flag combinations, calls into the owning package and printing
-// of results.
-const maxCommandLines = 1733
+// this is the bound reached by moving logic out, and it only goes down.
+// Long help texts are not here: they are text files, help/NAME.txt.
+const maxCommandLines = 1516
 
 // TestCommandStaysThin: cmd/mcprl's non-test Go files hold at most
 // maxCommandLines lines, so that domain logic moved out of it stays out.

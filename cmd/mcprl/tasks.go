@@ -13,6 +13,7 @@ func newTasksCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tasks",
 		Short: "Work with task files (generate training tasks from a fixture, distill golden trajectories from a teacher)",
+		Long:  help("tasks"),
 		Args:  cobra.NoArgs,
 	}
 	cmd.AddCommand(newTasksGenerateCmd(), newTasksDistillCmd())
@@ -29,29 +30,8 @@ func newTasksGenerateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "generate --fixture DIR --out FILE [--n N] [--seed S] [--dsn DSN]",
 		Short: "Generate training tasks with assertions (and golden trajectories for the ordinary ones) from a fixture's live database",
-		Long: `generate builds the fixture's database (embedded SQLite, or PostgreSQL with --dsn), reads its live
-schema, foreign keys, value distributions and workspace files, and writes N tasks as JSONL (the format
-task.Load reads), the categories taking turns.
-
-Ordinary tasks (count, filter, list, join, null, date, empty, lint) have a golden trajectory: the
-happy-path tool call, its recorded observation and an answer that states the result. A share of them
-(--inspect-share, default 0.5) look first, as a careful engineer would: the golden reads the distinct
-values of the column the question filters on, or a few rows of its table, then queries. No golden ever
-follows a failed, empty or wrong result.
-
-Edge cases (case-variants, empty-first, nulls, renamed-column, look-alike-column, sql-error, lint-first)
-have no golden, only ground_truth_assertions: values stored in several spellings, a value asked in
-another case, NULLs that <> misses, columns and tables named by another word, a workspace file that
-fails the linter. Each was checked to trap the natural first query. SFT skips them; GRPO learns from
-their verifier.
-
-Every task has a category and ground_truth_assertions (a SQL oracle that was run against the database,
-or expressions over the linter's exit code and the answer). The same fixture, backend, --n and --seed
-give the same file.
-
-Example:
-  mcprl tasks generate --fixture examples/fixtures/customers --out /tmp/customers-train.jsonl --n 200 --seed 1`,
-		Args: cobra.NoArgs,
+		Long:  help("tasks-generate"),
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if fixture == "" || out == "" {
 				return fmt.Errorf("--fixture and --out are required")

@@ -13,7 +13,7 @@ func newTokenizerCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tokenizer",
 		Short: "Tokenizer maintenance: build a reduced vocabulary",
-		Long:  "Commands that work on a Hugging Face tokenizer directory (tokenizer.json + tokenizer_config.json).",
+		Long:  help("tokenizer"),
 	}
 	cmd.AddCommand(newTokenizerReduceCmd())
 	return cmd
@@ -25,15 +25,8 @@ func newTokenizerReduceCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "reduce --tokenizer DIR (--vocab K | --size N) --out DIR",
 		Short: "Write a smaller byte-level BPE tokenizer: 256 byte tokens + the first K merges + the added tokens",
-		Long: `reduce keeps the 256 byte tokens, the first K merges (BPE merges are ranked, so these are the most
-frequent pieces) and all added tokens (<|im_start|>, <|im_end|>, <tool_call>, ...), renumbered compactly,
-with the same normalizer, split pattern and chat template. The output directory holds an ordinary
-tokenizer.json + tokenizer_config.json that Hugging Face loads like any Qwen2 tokenizer, for models
-trained from scratch whose embedding and output layers must stay small.
-
-Example (the small tokenizer embedded in package tokenizer, 2,048 ids):
-  mcprl tokenizer reduce --tokenizer tokenizer/testdata/qwen2.5 --size 2048 --out tokenizer/small/qwen2.5-2048`,
-		Args: cobra.NoArgs,
+		Long:  help("tokenizer-reduce"),
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if (merges < 0) == (size < 0) {
 				return fmt.Errorf("give exactly one of --vocab (merges to keep) and --size (total ids)")

@@ -19,15 +19,8 @@ func newTrainCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "train --config FILE [--model DIR] [--tasks FILE] [--fixtures DIR] [--output-dir DIR] [--resume]",
 		Short: "Train a policy with GRPO against live MCP sandboxes",
-		Long: `train runs GRPO as TRL's GRPOTrainer computes it: for every prompt it samples num_generations
-trajectories concurrently, each in its own sandbox fork, executes their tool calls over MCP, scores them
-with the configured rewards, and optimizes the policy relative to each group's mean reward.
-
-It writes metrics.jsonl (TRL's key names), checkpoint-STEP/ every save_steps and final/ to output_dir.
-With --resume it continues from the newest complete checkpoint in output_dir as if never stopped (and fails
-when there is none). One run at a time holds output_dir (run.lock names it); a fresh run refuses a folder
-that holds an earlier run's outputs unless --overwrite_output_dir deletes them.`,
-		Args: cobra.NoArgs,
+		Long:  help("train"),
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			stderr := cmd.ErrOrStderr()
