@@ -101,7 +101,7 @@ func TestSwiGLUGradient(t *testing.T) {
 		out, err := graph.NewExec(backend, func(g, u *graph.Node) []*graph.Node {
 			var y *graph.Node
 			if mine {
-				y = swiGLU(g, u)
+				y = swiGLU(g, u, true)
 			} else {
 				y = graph.Mul(graph.Mul(g, graph.Sigmoid(g)), u)
 			}

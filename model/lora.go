@@ -203,7 +203,7 @@ func loraDelta(ctx *context.Context, x *Node) *Node {
 	var h *Node
 	p := context.GetParamOr(ctx, loraDropoutParam, 0.0)
 	switch {
-	case p > 0 && ctx.IsTraining(g) && context.GetParamOr(ctx, gradientCheckpointingParam, false) && recomputeInBackward:
+	case p > 0 && ctx.IsTraining(g) && checkpointing(ctx):
 		h = droppedOutProduct(ctx, x, a.ValueGraph(g), p)
 	default:
 		if p > 0 && ctx.IsTraining(g) {

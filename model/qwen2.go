@@ -156,7 +156,7 @@ func (m *Model) attention(ctx *context.Context, x, cos, sin, bias *Node, cache *
 	if cache != nil {
 		out = DotGeneral(Softmax(Add(scores(q, keys), bias), -1), []int{4}, []int{0, 1}, values, []int{2}, []int{0, 1})
 	} else {
-		out = attend(q, keys, bias, values, context.GetParamOr(ctx, gradientCheckpointingParam, false))
+		out = attend(q, keys, bias, values, checkpointing(ctx))
 	}
 	out = Reshape(TransposeAllAxes(out, 0, 3, 1, 2, 4), b, t, nh*hd)
 	return linear(ctx.In("o_proj"), out, false), cache
@@ -201,7 +201,7 @@ func attend(q, keys, bias, values *Node, recompute bool) *Node {
 		}
 		if pBack == nil {
 			pBack = p
-			if recompute && recomputeInBackward {
+			if recompute {
 				pBack = Softmax(Add(scores(StopGradient(q), inBackward(StopGradient(keys), ReduceAllSum(outGrad))), StopGradient(bias)), -1)
 			}
 		}
@@ -231,7 +231,7 @@ func mlp(ctx *context.Context, x *Node, plain bool) *Node {
 	if plain {
 		return linear(ctx.In("down_proj"), Mul(Mul(gate, Sigmoid(gate)), up), false)
 	}
-	return linear(ctx.In("down_proj"), swiGLU(gate, up), false)
+	return linear(ctx.In("down_proj"), swiGLU(gate, up, recomputing(ctx)), false)
 }
 
 // swiGLU is silu(gate) * up with its closed-form gradients, ḡ = ȳ ⊙ up ⊙ σ(g) ⊙ (1 + g ⊙ (1 - σ(g))) and
@@ -239,17 +239,23 @@ func mlp(ctx *context.Context, x *Node, plain bool) *Node {
 // kept for it, where differentiating op by op kept σ(g) and g ⊙ σ(g) as well (for SmolLM2 at 8 x 512 tokens, 48
 // MiB a layer), and so did XLA while the recomputation read g itself, merging it with the forward's. The output
 // is y + (g' - g) + (u' - u) over custom identities g' and u', exactly y, whose gradient reaches gate and up only
-// through the identities.
-func swiGLU(gate, up *Node) *Node {
+// through the identities. Without recompute (recomputeParam false, in tests) the gradients read g as it is.
+func swiGLU(gate, up *Node, recompute bool) *Node {
 	g, u := StopGradient(gate), StopGradient(up)
 	y := Mul(Mul(g, Sigmoid(g)), u)
+	back := func(v *Node) *Node { // g, for the backward pass
+		if recompute {
+			return inBackward(g, v)
+		}
+		return g
+	}
 	gc := IdentityWithCustomGradient(gate, func(_, v *Node) *Node {
-		g := inBackward(g, v)
+		g := back(v)
 		sig := Sigmoid(g)
 		return Mul(Mul(v, u), Mul(sig, AddScalar(Mul(g, OneMinus(sig)), 1)))
 	})
 	uc := IdentityWithCustomGradient(up, func(_, v *Node) *Node {
-		g := inBackward(g, v)
+		g := back(v)
 		return Mul(v, Mul(g, Sigmoid(g)))
 	})
 	return Add(Add(y, Sub(gc, g)), Sub(uc, u))

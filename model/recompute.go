@@ -5,13 +5,27 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 )
 
-// recomputeInBackward lets the custom gradients of swiGLU, and with gradient checkpointing those of attend and of
-// a LoRA branch's dropout, compute what they need from the forward pass again, in the backward pass (see
-// inBackward). Tests turn it off to check that the gradients are the same bit for bit.
-var recomputeInBackward = true
-
 // gradientCheckpointingParam is the context parameter (at the root scope) SetGradientCheckpointing sets.
 const gradientCheckpointingParam = "gradient_checkpointing"
+
+// recomputeParam is the context parameter (at the root scope) that, set to false, makes the custom gradients of
+// swiGLU, and with gradient checkpointing those of attend and of a LoRA branch's dropout, read what they need
+// from the forward pass instead of computing it again in the backward pass (see inBackward). Unset, it is true.
+// Tests set it to false on a model to check that the gradients are the same bit for bit (TestRecomputeExact).
+const recomputeParam = "recompute_in_backward"
+
+// recomputing reports whether the graphs built with ctx let swiGLU's custom gradient compute σ(gate) again in the
+// backward pass (recomputeParam).
+func recomputing(ctx *context.Context) bool {
+	return context.GetParamOr(ctx, recomputeParam, true)
+}
+
+// checkpointing reports whether the graphs built with ctx compute again in the backward pass the attention
+// probabilities and a LoRA branch's dropout mask and dropped-out input: gradient checkpointing is on and
+// recomputeParam is not false.
+func checkpointing(ctx *context.Context) bool {
+	return context.GetParamOr(ctx, gradientCheckpointingParam, false) && recomputing(ctx)
+}
 
 // SetGradientCheckpointing makes the training graphs built afterwards compute again in the backward pass what
 // they would otherwise keep from the forward pass for it, where that can be done exactly: each layer's attention
@@ -41,8 +55,5 @@ func (m *Model) SetGradientCheckpointing(on bool) {
 // XLA may fuse the ops that made x into the select, and then keeps their inputs instead of x: what is selected
 // is chosen for that (attend selects the keys, whose ops read smaller tensors than the queries').
 func inBackward(x, grad *Node) *Node {
-	if !recomputeInBackward {
-		return x
-	}
 	return Where(Equal(grad, grad), x, ZerosLike(x))
 }

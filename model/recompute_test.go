@@ -48,10 +48,8 @@ func TestRecomputeExact(t *testing.T) {
 				t.Fatal(err)
 			}
 			gotLP, gotGrads := logProbsAndGradients(t, m, tokens, mask, tc.temp, 5, 0)
-			recomputeInBackward = false
-			defer func() { recomputeInBackward = true }()
+			setRecompute(m, false)
 			wantLP, wantGrads := logProbsAndGradients(t, m, tokens, mask, tc.temp, 5, 0)
-			recomputeInBackward = true
 			if len(wantGrads) == 0 || len(gotGrads) != len(wantGrads) {
 				t.Fatalf("%d gradients, want %d (> 0)", len(gotGrads), len(wantGrads))
 			}
@@ -147,10 +145,9 @@ func TestRecomputeExactDropout(t *testing.T) {
 		return tensors.MustCopyFlatData[float32](res[0]), grads, tensors.MustCopyFlatData[uint64](v)
 	}
 	gotLP, gotGrads, gotState := run()
-	recomputeInBackward = false
-	defer func() { recomputeInBackward = true }()
+	setRecompute(m, false)
 	wantLP, wantGrads, wantState := run()
-	recomputeInBackward = true
+	setRecompute(m, true)
 	if len(wantGrads) == 0 || len(gotGrads) != len(wantGrads) {
 		t.Fatalf("%d gradients, want %d (> 0)", len(gotGrads), len(wantGrads))
 	}
@@ -192,4 +189,10 @@ func TestRecomputeExactDropout(t *testing.T) {
 	if same {
 		t.Error("the training graph's log-probs equal the evaluation graph's: no dropout acted")
 	}
+}
+
+// setRecompute sets recomputeParam on m: the graphs built afterwards compute again in the backward pass what the
+// custom gradients need (on), or read it from the forward pass (off).
+func setRecompute(m *Model, on bool) {
+	m.Ctx.InAbsPath(context.RootScope).SetParam(recomputeParam, on)
 }
