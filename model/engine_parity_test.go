@@ -67,31 +67,20 @@ func TestOnEngines(t *testing.T) {
 // temperature 1 (the projection's own chunked gradient) and a tied one at 0.7 with LoRA, with its bounds.
 func chunkedLogProbsOnEngine(t *testing.T) {
 	backend := testBackend(t)
-	seqs := [][]int{{5, 17, 250, 3, 99, 140, 7, 7, 201}, {11, 12, 13, 14}, {280, 1, 2, 3, 4, 5, 6}}
 	for _, tc := range []struct {
 		tied bool
 		temp float64
 		lora bool
 	}{{false, 1, false}, {true, 0.7, true}} {
 		t.Run(fmt.Sprintf("tied=%v,temperature=%v,lora=%v", tc.tied, tc.temp, tc.lora), func(t *testing.T) {
-			cfg := TinyConfig(300, 1, 2)
-			cfg.HiddenSize, cfg.IntermediateSize, cfg.NumHiddenLayers = 32, 48, 2
-			cfg.NumAttentionHeads, cfg.NumKeyValueHeads = 4, 2
-			cfg.TieWordEmbeddings = tc.tied
-			cfg.InitializerRange = 0.3
-			m, err := New(backend, cfg, 7)
-			if err != nil {
-				t.Fatal(err)
-			}
+			m := gradModel(t, backend, tc.tied)
+			cfg := &m.Config
 			if tc.lora {
 				if err := m.AddLoRA(LoRAConfig{R: 4, Alpha: 8, TargetModules: []string{"q_proj", "v_proj", "down_proj"}}, 3); err != nil {
 					t.Fatal(err)
 				}
 			}
-			tokens, mask, err := PadBatch(seqs, 12, 0, true)
-			if err != nil {
-				t.Fatal(err)
-			}
+			tokens, mask := gradBatch(t, true)
 			wantLP, wantGrads := logProbsAndGradients(t, m, tokens, mask, tc.temp, 0, 0)
 			gotLP, gotGrads := logProbsAndGradients(t, m, tokens, mask, tc.temp, 5, 0)
 			if len(wantGrads) == 0 || len(gotGrads) != len(wantGrads) {

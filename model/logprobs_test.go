@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
@@ -12,13 +13,74 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 )
 
-// logProbsAndGradients runs lp = log-probs of tokens from position from on (chunked with rows positions per chunk,
-// or from the full logits when rows is 0, zeroed before from) and the gradient of sum(lp * cos(iota)) w.r.t. every trainable variable. It returns
-// lp's values and the gradients in the order of the model's trainable variables.
-func logProbsAndGradients(t *testing.T, m *Model, tokens, mask *tensors.Tensor, temperature float64, rows, from int) (lp []float32, grads map[string][]float32) {
+// gradModel is the tiny model the log-prob and gradient tests differentiate: two layers of width 32, 4 query and
+// 2 key-value heads, a vocabulary of 300, weights drawn at InitializerRange 0.3 (peaked distributions, large
+// gradients) from seed 7, the output projection tied to the embedding or not.
+func gradModel(t *testing.T, backend backends.Backend, tied bool) *Model {
+	t.Helper()
+	cfg := TinyConfig(300, 1, 2)
+	cfg.HiddenSize, cfg.IntermediateSize, cfg.NumHiddenLayers = 32, 48, 2
+	cfg.NumAttentionHeads, cfg.NumKeyValueHeads = 4, 2
+	cfg.TieWordEmbeddings = tied
+	cfg.InitializerRange = 0.3
+	m, err := New(backend, cfg, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// gradBatch is the batch those tests score: three sequences of 9, 4 and 7 tokens, padded to 12 positions on the
+// left or on the right.
+func gradBatch(t *testing.T, left bool) (tokens, mask *tensors.Tensor) {
+	t.Helper()
+	tokens, mask, err := PadBatch([][]int{{5, 17, 250, 3, 99, 140, 7, 7, 201}, {11, 12, 13, 14}, {280, 1, 2, 3, 4, 5, 6}}, 12, 0, left)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tokens, mask
+}
+
+// valueAndGradients runs out, a graph of tokens and mask built with m's context, and returns its values and the
+// gradients of sum(out * cos(iota)) (a loss that weighs every entry differently) w.r.t. every trainable variable,
+// by scope and name.
+func valueAndGradients(t *testing.T, m *Model, tokens, mask *tensors.Tensor, out func(ctx *context.Context, tokens, mask *graph.Node) *graph.Node) ([]float32, map[string][]float32) {
 	t.Helper()
 	var names []string
 	e, err := context.NewExec(m.Backend, m.Ctx, func(ctx *context.Context, tokens, mask *graph.Node) []*graph.Node {
+		g := tokens.Graph()
+		y := out(ctx, tokens, mask)
+		loss := graph.ReduceAllSum(graph.Mul(y, graph.Cos(graph.IotaFull(g, shapes.Make(dtypes.Float32, y.Shape().Dimensions...)))))
+		var vars []*graph.Node
+		names = names[:0]
+		for v := range ctx.IterVariables() {
+			if v.Trainable {
+				vars = append(vars, v.ValueGraph(g))
+				names = append(names, v.ScopeAndName())
+			}
+		}
+		return append([]*graph.Node{y}, graph.Gradient(loss, vars...)...)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Exec(tokens, mask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grads := map[string][]float32{}
+	for i, name := range names {
+		grads[name] = tensors.MustCopyFlatData[float32](res[1+i])
+	}
+	return tensors.MustCopyFlatData[float32](res[0]), grads
+}
+
+// logProbsAndGradients is valueAndGradients of lp, the log-probs of tokens from position from on (chunked with
+// rows positions per chunk, or from the full logits when rows is 0, zeroed before from), zero at position 0 and
+// wherever a token or its predecessor is padding.
+func logProbsAndGradients(t *testing.T, m *Model, tokens, mask *tensors.Tensor, temperature float64, rows, from int) (lp []float32, grads map[string][]float32) {
+	t.Helper()
+	return valueAndGradients(t, m, tokens, mask, func(ctx *context.Context, tokens, mask *graph.Node) *graph.Node {
 		g := tokens.Graph()
 		seq := tokens.Shape().Dim(1)
 		valid, positions := maskAndPositions(mask)
@@ -38,31 +100,8 @@ func logProbsAndGradients(t *testing.T, m *Model, tokens, mask *tensors.Tensor, 
 		// Position 0 is undefined (the two paths differ there); the rest is defined for every real pair.
 		ok := graph.And(graph.SliceAxis(valid, 1, graph.AxisRange(1)), graph.SliceAxis(valid, 1, graph.AxisRange(0, seq-1)))
 		ok = graph.Concatenate([]*graph.Node{graph.ZerosLike(graph.SliceAxis(valid, 1, graph.AxisRange(0, 1))), ok}, 1)
-		out = graph.Where(ok, out, graph.ZerosLike(out))
-		weights := graph.Cos(graph.IotaFull(g, shapes.Make(dtypes.Float32, out.Shape().Dimensions...)))
-		loss := graph.ReduceAllSum(graph.Mul(out, weights))
-		var vars []*graph.Node
-		names = names[:0]
-		for v := range ctx.IterVariables() {
-			if v.Trainable {
-				vars = append(vars, v.ValueGraph(g))
-				names = append(names, v.ScopeAndName())
-			}
-		}
-		return append([]*graph.Node{out}, graph.Gradient(loss, vars...)...)
+		return graph.Where(ok, out, graph.ZerosLike(out))
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := e.Exec(tokens, mask)
-	if err != nil {
-		t.Fatal(err)
-	}
-	grads = map[string][]float32{}
-	for i, name := range names {
-		grads[name] = tensors.MustCopyFlatData[float32](res[1+i])
-	}
-	return tensors.MustCopyFlatData[float32](res[0]), grads
 }
 
 // TestChunkedLogProbs: the chunked log-probs and their custom gradient equal log_softmax over the full
@@ -77,32 +116,21 @@ func logProbsAndGradients(t *testing.T, m *Model, tokens, mask *tensors.Tensor, 
 // positions, of the largest entry of its variable's gradient.
 func TestChunkedLogProbs(t *testing.T) {
 	backend := testBackend(t)
-	seqs := [][]int{{5, 17, 250, 3, 99, 140, 7, 7, 201}, {11, 12, 13, 14}, {280, 1, 2, 3, 4, 5, 6}}
 	for _, tc := range []struct {
 		tied bool
 		temp float64
 		lora bool
 	}{{true, 1, false}, {false, 0.7, false}, {true, 0.7, true}} {
 		t.Run(fmt.Sprintf("tied=%v,temperature=%v,lora=%v", tc.tied, tc.temp, tc.lora), func(t *testing.T) {
-			cfg := TinyConfig(300, 1, 2)
-			cfg.HiddenSize, cfg.IntermediateSize, cfg.NumHiddenLayers = 32, 48, 2
-			cfg.NumAttentionHeads, cfg.NumKeyValueHeads = 4, 2
-			cfg.TieWordEmbeddings = tc.tied
-			cfg.InitializerRange = 0.3 // peaked distributions, large gradients
-			m, err := New(backend, cfg, 7)
-			if err != nil {
-				t.Fatal(err)
-			}
+			m := gradModel(t, backend, tc.tied)
+			cfg := &m.Config
 			if tc.lora {
 				if err := m.AddLoRA(LoRAConfig{R: 4, Alpha: 8, TargetModules: []string{"q_proj", "v_proj", "down_proj"}}, 3); err != nil {
 					t.Fatal(err)
 				}
 			}
 			for i, left := range []bool{false, true} {
-				tokens, mask, err := PadBatch(seqs, 12, 0, left)
-				if err != nil {
-					t.Fatal(err)
-				}
+				tokens, mask := gradBatch(t, left)
 				for _, from := range []int{0, 1, 2, 7} {
 					wantLP, wantGrads := logProbsAndGradients(t, m, tokens, mask, tc.temp, 0, from)
 					if len(wantGrads) == 0 {

@@ -6,9 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/graph"
-	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 )
@@ -22,48 +20,23 @@ import (
 // and fuses differently.
 func TestRecomputeExact(t *testing.T) {
 	backend := testBackend(t)
-	seqs := [][]int{{5, 17, 250, 3, 99, 140, 7, 7, 201}, {11, 12, 13, 14}, {280, 1, 2, 3, 4, 5, 6}}
 	for _, tc := range []struct {
 		tied, left bool
 		temp       float64
 	}{{true, true, 0.7}, {false, false, 1}} {
 		t.Run(fmt.Sprintf("tied=%v,left=%v", tc.tied, tc.left), func(t *testing.T) {
-			cfg := TinyConfig(300, 1, 2)
-			cfg.HiddenSize, cfg.IntermediateSize, cfg.NumHiddenLayers = 32, 48, 2
-			cfg.NumAttentionHeads, cfg.NumKeyValueHeads = 4, 2
-			cfg.TieWordEmbeddings = tc.tied
-			cfg.InitializerRange = 0.3
-			m, err := New(backend, cfg, 7)
-			if err != nil {
-				t.Fatal(err)
-			}
+			m := gradModel(t, backend, tc.tied)
 			m.SetGradientCheckpointing(true)
 			if tc.tied {
 				if err := m.AddLoRA(LoRAConfig{R: 4, Alpha: 8, TargetModules: []string{"all-linear"}, TrainableTokenIndices: []int{3, 250}}, 3); err != nil {
 					t.Fatal(err)
 				}
 			}
-			tokens, mask, err := PadBatch(seqs, 12, 0, tc.left)
-			if err != nil {
-				t.Fatal(err)
-			}
+			tokens, mask := gradBatch(t, tc.left)
 			gotLP, gotGrads := logProbsAndGradients(t, m, tokens, mask, tc.temp, 5, 0)
 			setRecompute(m, false)
 			wantLP, wantGrads := logProbsAndGradients(t, m, tokens, mask, tc.temp, 5, 0)
-			if len(wantGrads) == 0 || len(gotGrads) != len(wantGrads) {
-				t.Fatalf("%d gradients, want %d (> 0)", len(gotGrads), len(wantGrads))
-			}
-			exact := func(name string, got, want []float32) {
-				for j := range want {
-					if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
-						t.Fatalf("%s [%d]: %v recomputed in the backward pass, %v from the forward pass", name, j, got[j], want[j])
-					}
-				}
-			}
-			exact("log-probs", gotLP, wantLP)
-			for name, want := range wantGrads {
-				exact("gradient of "+name, gotGrads[name], want)
-			}
+			sameBits(t, gotLP, wantLP, gotGrads, wantGrads)
 		})
 	}
 }
@@ -73,14 +46,7 @@ func TestRecomputeExact(t *testing.T) {
 // the masks drawn once, bit for bit, and the state the graph leaves behind is the same.
 func TestRecomputeExactDropout(t *testing.T) {
 	backend := testBackend(t)
-	cfg := TinyConfig(300, 1, 2)
-	cfg.HiddenSize, cfg.IntermediateSize, cfg.NumHiddenLayers = 32, 48, 2
-	cfg.NumAttentionHeads, cfg.NumKeyValueHeads = 4, 2
-	cfg.InitializerRange = 0.3
-	m, err := New(backend, cfg, 7)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := gradModel(t, backend, true)
 	if err := m.AddLoRA(LoRAConfig{R: 4, Alpha: 8, Dropout: 0.2, TargetModules: []string{"all-linear"}}, 3); err != nil {
 		t.Fatal(err)
 	}
@@ -102,66 +68,29 @@ func TestRecomputeExactDropout(t *testing.T) {
 		}
 	}
 	m.SetGradientCheckpointing(true)
-	tokens, mask, err := PadBatch([][]int{{5, 17, 250, 3, 99, 140, 7, 7, 201}, {11, 12, 13, 14}, {280, 1, 2, 3, 4, 5, 6}}, 12, 0, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tokens, mask := gradBatch(t, true)
 	run := func() (lp []float32, grads map[string][]float32, state []uint64) {
-		var names []string
-		e, err := context.NewExec(m.Backend, m.Ctx, func(ctx *context.Context, tokens, mask *graph.Node) []*graph.Node {
-			g := tokens.Graph()
-			ctx.SetTraining(g, true)
-			out := m.TokenLogProbsAt(ctx, tokens, mask, 0.7)
-			loss := graph.ReduceAllSum(graph.Mul(out, graph.Cos(graph.IotaFull(g, shapes.Make(dtypes.Float32, out.Shape().Dimensions...)))))
-			var vars []*graph.Node
-			names = names[:0]
-			for v := range ctx.IterVariables() {
-				if v.Trainable {
-					vars = append(vars, v.ValueGraph(g))
-					names = append(names, v.ScopeAndName())
-				}
-			}
-			return append([]*graph.Node{out}, graph.Gradient(loss, vars...)...)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
 		if err := m.SeedDropout(3, 1); err != nil {
 			t.Fatal(err)
 		}
-		res, err := e.Exec(tokens, mask)
-		if err != nil {
-			t.Fatal(err)
-		}
-		grads = map[string][]float32{}
-		for i, name := range names {
-			grads[name] = tensors.MustCopyFlatData[float32](res[1+i])
-		}
+		lp, grads = valueAndGradients(t, m, tokens, mask, func(ctx *context.Context, tokens, mask *graph.Node) *graph.Node {
+			ctx.SetTraining(tokens.Graph(), true)
+			return m.TokenLogProbsAt(ctx, tokens, mask, 0.7)
+		})
 		st := m.Ctx.GetVariableByScopeAndName(context.RootScope, context.RNGStateVariableName)
 		v, err := st.Value()
 		if err != nil {
 			t.Fatal(err)
 		}
-		return tensors.MustCopyFlatData[float32](res[0]), grads, tensors.MustCopyFlatData[uint64](v)
+		return lp, grads, tensors.MustCopyFlatData[uint64](v)
 	}
 	gotLP, gotGrads, gotState := run()
 	setRecompute(m, false)
 	wantLP, wantGrads, wantState := run()
 	setRecompute(m, true)
-	if len(wantGrads) == 0 || len(gotGrads) != len(wantGrads) {
-		t.Fatalf("%d gradients, want %d (> 0)", len(gotGrads), len(wantGrads))
-	}
-	exact := func(name string, got, want []float32) {
-		for j := range want {
-			if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
-				t.Fatalf("%s [%d]: %v recomputed in the backward pass, %v from the forward pass", name, j, got[j], want[j])
-			}
-		}
-	}
-	exact("log-probs", gotLP, wantLP)
+	sameBits(t, gotLP, wantLP, gotGrads, wantGrads)
 	nonZero := 0
-	for name, want := range wantGrads {
-		exact("gradient of "+name, gotGrads[name], want)
+	for _, want := range wantGrads {
 		for _, w := range want {
 			if w != 0 {
 				nonZero++
@@ -195,4 +124,27 @@ func TestRecomputeExactDropout(t *testing.T) {
 // custom gradients need (on), or read it from the forward pass (off).
 func setRecompute(m *Model, on bool) {
 	m.Ctx.InAbsPath(context.RootScope).SetParam(recomputeParam, on)
+}
+
+// sameBits fails unless the log-probs and the gradients recomputed in the backward pass (got) are those computed
+// from the forward pass's tensors (want), bit for bit, with gradients for the same variables (some).
+func sameBits(t *testing.T, gotLP, wantLP []float32, gotGrads, wantGrads map[string][]float32) {
+	t.Helper()
+	if len(wantGrads) == 0 || len(gotGrads) != len(wantGrads) {
+		t.Fatalf("%d gradients, want %d (> 0)", len(gotGrads), len(wantGrads))
+	}
+	exact := func(name string, got, want []float32) {
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d values recomputed in the backward pass, %d from the forward pass", name, len(got), len(want))
+		}
+		for j := range want {
+			if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
+				t.Fatalf("%s [%d]: %v recomputed in the backward pass, %v from the forward pass", name, j, got[j], want[j])
+			}
+		}
+	}
+	exact("log-probs", gotLP, wantLP)
+	for name, want := range wantGrads {
+		exact("gradient of "+name, gotGrads[name], want)
+	}
 }
