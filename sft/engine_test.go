@@ -23,9 +23,8 @@ import (
 // relative amount.
 func TestSFTOnEngines(t *testing.T) {
 	ctx := context.Background()
-	tok, examples := quickExamples(t)
-	mc := model.TinyConfig(tok.VocabSize(), -1, tok.EOS())
-	mc.HiddenSize, mc.IntermediateSize, mc.NumHiddenLayers, mc.NumAttentionHeads, mc.NumKeyValueHeads = 32, 64, 1, 2, 1
+	_, examples := quickExamples(t)
+	mc := tinyConfig(t)
 	positions := 0
 	for _, ex := range examples {
 		positions = max(positions, len(ex.Tokens))

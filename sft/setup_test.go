@@ -28,9 +28,7 @@ func TestNewTrainer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(eb.Backend.Finalize)
-	mc := model.TinyConfig(2048, -1, 2)
-	mc.HiddenSize, mc.IntermediateSize, mc.NumHiddenLayers, mc.NumAttentionHeads, mc.NumKeyValueHeads = 32, 64, 1, 2, 1
-	m, err := model.New(eb.Backend, mc, 1)
+	m, err := model.New(eb.Backend, tinyConfig(t), 1)
 	if err != nil {
 		t.Fatal(err)
 	}

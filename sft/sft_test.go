@@ -44,9 +44,7 @@ func TestTrainLowersLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mc := model.TinyConfig(tok.VocabSize(), -1, tok.EOS())
-	mc.HiddenSize, mc.IntermediateSize, mc.NumHiddenLayers, mc.NumAttentionHeads, mc.NumKeyValueHeads = 32, 64, 1, 2, 1
-	m, err := model.New(backend, mc, 3)
+	m, err := model.New(backend, tinyConfig(t), 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,6 +111,19 @@ func TestDemonstrated(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+// tinyConfig is the random model the SFT tests train: a one-layer Qwen2 of width 32 (2 query heads, 1 key-value
+// head) over the small tokenizer's vocabulary, <|im_end|> its EOS.
+func tinyConfig(t *testing.T) *model.Config {
+	t.Helper()
+	tok, err := tokenizer.Small()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc := model.TinyConfig(tok.VocabSize(), -1, tok.EOS())
+	mc.HiddenSize, mc.IntermediateSize, mc.NumHiddenLayers, mc.NumAttentionHeads, mc.NumKeyValueHeads = 32, 64, 1, 2, 1
+	return mc
 }
 
 // quickExamples are the SFT examples of four of the quick example's tasks (tasks 2-5 of
