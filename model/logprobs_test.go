@@ -123,7 +123,6 @@ func TestChunkedLogProbs(t *testing.T) {
 	}{{true, 1, false}, {false, 0.7, false}, {true, 0.7, true}} {
 		t.Run(fmt.Sprintf("tied=%v,temperature=%v,lora=%v", tc.tied, tc.temp, tc.lora), func(t *testing.T) {
 			m := gradModel(t, backend, tc.tied)
-			cfg := &m.Config
 			if tc.lora {
 				if err := m.AddLoRA(LoRAConfig{R: 4, Alpha: 8, TargetModules: []string{"q_proj", "v_proj", "down_proj"}}, 3); err != nil {
 					t.Fatal(err)
@@ -133,34 +132,41 @@ func TestChunkedLogProbs(t *testing.T) {
 				tokens, mask := gradBatch(t, left)
 				for _, from := range []int{0, 1, 2, 7} {
 					wantLP, wantGrads := logProbsAndGradients(t, m, tokens, mask, tc.temp, 0, from)
-					if len(wantGrads) == 0 {
-						t.Fatal("no trainable variables")
-					}
 					for _, rows := range []int{1, 5, 36, 1000} {
 						if from > 0 && rows != 5 && rows != 1000 {
 							continue
 						}
 						gotLP, gotGrads := logProbsAndGradients(t, m, tokens, mask, tc.temp, rows, from)
 						what := fmt.Sprintf("padding %d, from %d, rows %d", i, from, rows)
-						d, v := float64(cfg.HiddenSize), float64(cfg.VocabSize)
-						positions := float64(tokens.Shape().Size())
-						lpTol := 4 * eps32 * (math.Sqrt(d) + math.Sqrt(v))
-						maxLP := maxDiff(t, gotLP, wantLP, func(w float64) float64 { return lpTol * (1 + math.Abs(w)) }, what+": log-probs")
-						maxG := 0.0
-						for name, want := range wantGrads {
-							scale := 0.0
-							for _, w := range want {
-								scale = max(scale, math.Abs(float64(w)))
-							}
-							gradTol := 4 * eps32 * (math.Sqrt(d) + math.Sqrt(v) + math.Sqrt(positions)) * scale
-							maxG = max(maxG, maxDiff(t, gotGrads[name], want, func(float64) float64 { return gradTol }, what+": gradient of "+name))
-						}
+						maxLP, maxG := chunkedWithin(t, &m.Config, tokens.Shape().Size(), gotLP, wantLP, gotGrads, wantGrads, what)
 						t.Logf("left=%v from=%d rows=%d: max |diff| log-probs %.2g, gradients %.2g", left, from, rows, maxLP, maxG)
 					}
 				}
 			}
 		})
 	}
+}
+
+// chunkedWithin fails unless the chunked log-probs and gradients (got) are those from the full logits (want) within
+// TestChunkedLogProbs' bounds, for a model of cfg and a batch of positions tokens, and returns the largest
+// absolute differences of the log-probs and of the gradients.
+func chunkedWithin(t *testing.T, cfg *Config, positions int, gotLP, wantLP []float32, gotGrads, wantGrads map[string][]float32, what string) (maxLP, maxG float64) {
+	t.Helper()
+	if len(wantGrads) == 0 || len(gotGrads) != len(wantGrads) {
+		t.Fatalf("%s: %d gradients, want %d (> 0)", what, len(gotGrads), len(wantGrads))
+	}
+	d, v, p := float64(cfg.HiddenSize), float64(cfg.VocabSize), float64(positions)
+	lpTol := 4 * eps32 * (math.Sqrt(d) + math.Sqrt(v))
+	maxLP = maxDiff(t, gotLP, wantLP, func(w float64) float64 { return lpTol * (1 + math.Abs(w)) }, what+": log-probs")
+	for name, want := range wantGrads {
+		scale := 0.0
+		for _, w := range want {
+			scale = max(scale, math.Abs(float64(w)))
+		}
+		gradTol := 4 * eps32 * (math.Sqrt(d) + math.Sqrt(v) + math.Sqrt(p)) * scale
+		maxG = max(maxG, maxDiff(t, gotGrads[name], want, func(float64) float64 { return gradTol }, what+": gradient of "+name))
+	}
+	return maxLP, maxG
 }
 
 // maxDiff fails when got and want differ anywhere by more than bound(want) and returns the largest absolute
