@@ -26,7 +26,7 @@ import (
 // lora_dropout $MCPRL_BENCH_LORA_DROPOUT percent (default 0), on the modules $MCPRL_BENCH_LORA_TARGETS lists
 // (comma-separated, e.g. all-linear; default q_proj,v_proj) and with the token rows $MCPRL_BENCH_TOKENS lists
 // (comma-separated ids; default none) trainable. $MCPRL_BENCH_GRADIENT_CHECKPOINTING=1 turns gradient_checkpointing
-// on (the attention probabilities recomputed in the backward pass).
+// on (the attention probabilities recomputed in the backward pass), and $MCPRL_BENCH_BF16=1 bf16 (XLA only).
 // It reports the CPU time per step and the process's peak resident memory (VmHWM) after the timed steps, and
 // writes a per-op profile of the timed steps (kernels.OpTimes) to $MCPRL_BENCH_OPTIME when that names a file.
 func BenchmarkGRPOStep(b *testing.B) {
@@ -62,6 +62,7 @@ func BenchmarkGRPOStep(b *testing.B) {
 		}
 	}
 	cfg.GradientCheckpointing = benchEnvInt(b, "MCPRL_BENCH_GRADIENT_CHECKPOINTING", 0) != 0
+	cfg.BF16 = benchEnvInt(b, "MCPRL_BENCH_BF16", 0) != 0
 	cfg.PerDeviceTrainBatchSize, cfg.GradientAccumulationSteps, cfg.NumGenerations = batch, 1, batch
 	cfg.LossType, cfg.LearningRate, cfg.MaxCompletionLength = LossDAPO, 1e-5, completion
 	cfg.VLLMImportanceSamplingCorrection = false // sampled by the policy itself: no correction, as in TRL without vLLM

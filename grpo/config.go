@@ -304,6 +304,7 @@ func (c *Config) Validate() error {
 	var ck train.Checker
 	c.Arguments.Check(&ck)
 	c.Inputs.Check(&ck)
+	train.CheckBF16(&ck, c.BF16, &c.Inputs)
 	c.PeftArguments.Check(&ck)
 	bad, finite := ck.Bad, ck.Finite
 	if c.NumGenerations < 2 {

@@ -339,11 +339,11 @@ func TestReportTo(t *testing.T) {
 // TestTRLOnlyKeys: TRL keys that change nothing here load and are listed; TRL options mcprl does not
 // implement are errors that say so, by line.
 func TestTRLOnlyKeys(t *testing.T) {
-	cfg, err := Parse([]byte("run_name: x\nlearning_rate: 1e-5\nbf16: true\ntf32: true\n"), "t.yaml")
+	cfg, err := Parse([]byte("run_name: x\nlearning_rate: 1e-5\nfp16: true\ntf32: true\n"), "t.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(cfg.Ignored, ", "); got != "run_name (line 1), bf16 (line 3), tf32 (line 4)" {
+	if got := strings.Join(cfg.Ignored, ", "); got != "run_name (line 1), fp16 (line 3), tf32 (line 4)" {
 		t.Errorf("Ignored = %q", got)
 	}
 	if cfg.LearningRate != 1e-5 {
@@ -357,6 +357,20 @@ func TestTRLOnlyKeys(t *testing.T) {
 		t.Error(err)
 	} else if !gc.GradientCheckpointing || len(gc.Ignored) > 0 {
 		t.Errorf("gradient_checkpointing: true: read %v, ignored %v", gc.GradientCheckpointing, gc.Ignored)
+	}
+	// bf16 runs the model in bfloat16 (engine xla): off by default, read, refused beside a simplego engine.
+	if cfg.BF16 {
+		t.Error("bf16 on by default")
+	}
+	if b, err := Parse([]byte("bf16: true\n"), "t.yaml"); err != nil {
+		t.Error(err)
+	} else if !b.BF16 || len(b.Ignored) > 0 {
+		t.Errorf("bf16: true: read %v, ignored %v", b.BF16, b.Ignored)
+	}
+	for _, yaml := range []string{"bf16: true\nengine: simplego\n", "bf16: true\nsampling_engine: simplego\n"} {
+		if _, err := Parse([]byte(yaml), "t.yaml"); err == nil || !strings.Contains(err.Error(), "t.yaml:1: bf16: true with ") {
+			t.Errorf("%q: %v, want bf16 refused", yaml, err)
+		}
 	}
 	// disable_dropout turns a LoRA adapter's dropout off, so it is a key with an effect.
 	if cfg, err := Parse([]byte("disable_dropout: true\n"), "t.yaml"); err != nil {

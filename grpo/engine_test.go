@@ -36,6 +36,30 @@ func TestConfigEngine(t *testing.T) {
 // with its adapter, the optimizer state restored), which must log the uninterrupted run's second step. Both runs
 // are on one engine: the comparison asks each engine to be deterministic, not to round as the other does.
 func TestGRPOOnEngines(t *testing.T) {
+	enginetest.Run(t, func(t *testing.T, engine string) {
+		eb, err := model.OpenEngine(model.Engine(engine))
+		if err != nil {
+			enginetest.Unavailable(t, engine, err)
+		}
+		t.Cleanup(eb.Backend.Finalize)
+		grpoStopAndResume(t, eb, false)
+	})
+}
+
+// TestGRPOBF16 is TestGRPOOnEngines's run with bf16: true on XLA (the frozen base in bfloat16, the adapter and
+// the token rows float32): the steps have a finite loss and a gradient, the checkpoint loads back with its
+// adapter, and the resumed run logs the uninterrupted run's second step.
+func TestGRPOBF16(t *testing.T) {
+	eb, err := model.OpenEngine(model.EngineXLA)
+	if err != nil {
+		enginetest.Unavailable(t, "xla", err)
+	}
+	t.Cleanup(eb.Backend.Finalize)
+	grpoStopAndResume(t, eb, true)
+}
+
+// grpoStopAndResume runs TestGRPOOnEngines's two runs on eb, in bf16 when bf16 is set.
+func grpoStopAndResume(t *testing.T, eb *model.EngineBackend, bf16 bool) {
 	tokDir := "../tokenizer/testdata/qwen2.5"
 	tok, err := tokenizer.Load(tokDir)
 	if err != nil {
@@ -53,12 +77,7 @@ func TestGRPOOnEngines(t *testing.T) {
 	tasks, factories := trainerFixture(t)
 	peft := train.PeftArguments{UsePeft: true, LoraR: 4, LoraAlpha: 8, LoraDropout: 0.1,
 		LoraTargetModules: []string{"q_proj", "v_proj", "down_proj"}, TrainableTokens: []int{open, closing}}
-	enginetest.Run(t, func(t *testing.T, engine string) {
-		eb, err := model.OpenEngine(model.Engine(engine))
-		if err != nil {
-			enginetest.Unavailable(t, engine, err)
-		}
-		t.Cleanup(eb.Backend.Finalize)
+	{
 		config := func(dir string, steps int) *grpo.Config {
 			cfg := grpo.Default()
 			cfg.OutputDir, cfg.MaxSteps, cfg.SaveSteps, cfg.LoggingSteps = dir, steps, 1, 1
@@ -66,6 +85,7 @@ func TestGRPOOnEngines(t *testing.T) {
 			cfg.MaxPromptLength, cfg.MaxCompletionLength = 256, 12
 			cfg.LearningRate, cfg.LRSchedulerType, cfg.Temperature, cfg.Seed = 1e-2, "constant", 1.5, 3
 			cfg.PeftArguments = peft
+			cfg.BF16 = bf16
 			return &cfg
 		}
 		run := func(m *model.Model, cfg *grpo.Config, resume bool) {
@@ -118,6 +138,9 @@ func TestGRPOOnEngines(t *testing.T) {
 		if g, _ := want[1]["grad_norm"].(float64); g == 0 {
 			t.Errorf("step 2 had no gradient (frac_reward_zero_std %v): the comparison proves nothing", want[1]["frac_reward_zero_std"])
 		}
-		t.Logf("%s: step 2 loss %v, grad_norm %v, reward %v", eb.Engine, want[1]["loss"], want[1]["grad_norm"], want[1]["reward"])
-	})
+		if bf16 && (!resumed.BF16() || resumed.LoRA() == nil) {
+			t.Errorf("the resumed model: bf16 %v, adapter %v", resumed.BF16(), resumed.LoRA())
+		}
+		t.Logf("%s (bf16 %v): step 2 loss %v, grad_norm %v, reward %v", eb.Engine, bf16, want[1]["loss"], want[1]["grad_norm"], want[1]["reward"])
+	}
 }

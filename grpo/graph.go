@@ -35,6 +35,17 @@ func (t *Trainer) needsOldLogProbs() bool {
 func (t *Trainer) compile() error {
 	cfg := t.Config
 	t.Model.SetGradientCheckpointing(cfg.GradientCheckpointing)
+	if err := t.Model.SetBF16(cfg.BF16); err != nil {
+		return fmt.Errorf("grpo: %w", err)
+	}
+	if t.Ref != nil && cfg.BF16 { // the reference model trains nothing: all of it in bfloat16
+		if err := t.Ref.Freeze(); err != nil {
+			return fmt.Errorf("grpo: reference model: %w", err)
+		}
+		if err := t.Ref.SetBF16(true); err != nil {
+			return fmt.Errorf("grpo: reference model: %w", err)
+		}
+	}
 	t.vars = train.TrainableVariables(t.Model)
 	if len(t.vars) == 0 {
 		return fmt.Errorf("grpo: the model has no trainable variables")

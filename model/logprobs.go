@@ -20,7 +20,9 @@ func logProbChunkRows(v int) int { return max(1, logProbChunkElements/v) }
 // tokenLogProbs returns out [B, T] with out[b, t] = log_softmax(h[b, t-1] · wᵀ / temperature)[tokens[b, t]] for
 // t >= max(from, 1), out[b, 0] = log(1/V) when from is 0 (a zero hidden state; callers mask it), and out[b, t] = 0
 // for t < from: the positions before from are not projected at all, forward or backward (TRL's logits_to_keep).
-// h [B, T, D] are the final (normed) hidden states, w [V, D] the output projection, tokens [B, T] the ids.
+// h [B, T, D] are the final (normed) hidden states, w [V, D] the output projection, tokens [B, T] the ids. A
+// bfloat16 w (bf16) makes the products with it take bfloat16 inputs; the logits, their log-softmax and the output
+// are float32 either way, and so is w's gradient (dw) until it is rounded to w's dtype at the end.
 //
 // The logits of rows positions at a time are formed, reduced to their log-sum-exp and the picked entry, and
 // dropped, so no [B, T, V] tensor exists: the forward pass holds one [rows, V] chunk, and so does the backward,
@@ -43,6 +45,7 @@ func tokenLogProbs(h, w, tokens *Node, temperature float64, rows, from int) *Nod
 	n := b * kept
 	rows = min(max(rows, 1), n)
 	scale := 1 / temperature
+	bf16 := w.DType() == dtypes.BFloat16 // the products on bfloat16 inputs, float32 out (bf16.go)
 	hFixed, wFixed := StopGradient(h), StopGradient(w)
 	target := Reshape(ConvertDType(SliceAxis(tokens, 1, AxisRange(from, t)), dtypes.Int32), n)
 
@@ -60,7 +63,7 @@ func tokenLogProbs(h, w, tokens *Node, temperature float64, rows, from int) *Nod
 		from, to                         int
 	}
 	logits := func(x *Node) *Node {
-		l := DotGeneral(x, []int{1}, nil, wFixed, []int{1}, nil) // [rows, V]
+		l := dot(bf16, x, []int{1}, nil, wFixed, []int{1}, nil) // [rows, V]
 		if temperature != 1 {
 			l = MulScalar(l, scale)
 		}
@@ -95,7 +98,7 @@ func tokenLogProbs(h, w, tokens *Node, temperature float64, rows, from int) *Nod
 		if dw == nil {
 			panic("model: the output projection's log-prob gradient is computed with the hidden states'; they are not differentiated here")
 		}
-		return dw
+		return ConvertDType(dw, w.DType())
 	})
 	hc := IdentityWithCustomGradient(h, func(_, vb *Node) *Node {
 		v := Reshape(SliceAxis(SliceAxis(vb, -1, AxisRange(0, 1)), 1, AxisRange(from, t)), n) // dL/dout per kept position
@@ -113,8 +116,8 @@ func tokenLogProbs(h, w, tokens *Node, temperature float64, rows, from int) *Nod
 			if temperature != 1 {
 				dl = MulScalar(dl, scale)
 			}
-			dsrc = append(dsrc, DotGeneral(dl, []int{1}, nil, wFixed, []int{0}, nil)) // [r, D]
-			dwc := DotGeneral(dl, []int{0}, nil, c.x, []int{0}, nil)                  // [V, D]
+			dsrc = append(dsrc, dot(bf16, dl, []int{1}, nil, wFixed, []int{0}, nil)) // [r, D]
+			dwc := DotGeneral(dl, []int{0}, nil, c.x, []int{0}, nil)                 // [V, D]
 			if dw == nil {
 				dw = dwc
 			} else {
@@ -134,12 +137,12 @@ func tokenLogProbs(h, w, tokens *Node, temperature float64, rows, from int) *Nod
 		return Concatenate([]*Node{Zeros(g, shapes.Make(h.DType(), b, from-1, d)), ds, tail}, 1)
 	})
 	first := Zeros(g, shapeInt32(1, 1))
-	link := Sub(ReduceSum(hc, -1), ReduceSum(hFixed, -1))                // [B, T] of zeros
-	linkW := ReduceAllSum(Sub(Gather(wc, first), Gather(wFixed, first))) // 0
+	link := Sub(ReduceSum(hc, -1), ReduceSum(hFixed, -1))                           // [B, T] of zeros
+	linkW := asFloat32(ReduceAllSum(Sub(Gather(wc, first), Gather(wFixed, first)))) // 0
 	return Add(Add(lp, link), linkW)
 }
 
-// outputWeight is the output projection [V, D]: lm_head's weight, or embed_tokens' when tied. ok is false when a
+// outputWeight is the output projection [V, D]: lm_head's weight, or embed_tokens' when tied (bfloat16 with bf16). ok is false when a
 // LoRA adapter sits on it (then only linear computes it).
 func (m *Model) outputWeight(ctx *context.Context, g *Graph) (w *Node, ok bool) {
 	wctx := ctx.In("lm_head")
@@ -149,5 +152,9 @@ func (m *Model) outputWeight(ctx *context.Context, g *Graph) (w *Node, ok bool) 
 	if wctx.GetVariableByScopeAndName(wctx.In("lora_A").Scope(), "weight") != nil {
 		return nil, false
 	}
-	return m.tiedTokenWeight(ctx, variableNode(wctx, g, "weight")), true
+	w = variableNode(wctx, g, "weight")
+	if isBF16(ctx) {
+		w = ConvertDType(w, dtypes.BFloat16) // a no-op on a frozen (bfloat16) weight; a trained one's master stays float32
+	}
+	return m.tiedTokenWeight(ctx, w), true
 }

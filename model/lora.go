@@ -141,8 +141,7 @@ func (m *Model) AddLoRA(cfg LoRAConfig, seed uint64) error {
 	if err := m.initTokenRows(cfg.TrainableTokenIndices); err != nil {
 		return err
 	}
-	m.attachLoRA(cfg)
-	return nil
+	return m.attachLoRA(cfg)
 }
 
 func (m *Model) setLoRA(p loraParam, cfg LoRAConfig, a, b []float32) {
@@ -156,13 +155,17 @@ func (m *Model) setLoRA(p loraParam, cfg LoRAConfig, a, b []float32) {
 	m.Ctx.InAbsPath(scope).Checked(false).VariableWithValue("lora_scaling", float32(cfg.Alpha/float64(cfg.R))).SetTrainable(false)
 }
 
-// attachLoRA records the adapter and freezes every base parameter.
-func (m *Model) attachLoRA(cfg LoRAConfig) {
+// attachLoRA records the adapter and freezes every base parameter (stored in bfloat16 from then on with bf16).
+func (m *Model) attachLoRA(cfg LoRAConfig) error {
 	c := cfg
 	m.lora = &c
 	m.Ctx.InAbsPath(context.RootScope).SetParam(loraDropoutParam, c.Dropout)
 	m.setBaseTrainable(false)
 	m.resetExecs()
+	if err := m.storeWeights(); err != nil {
+		return fmt.Errorf("lora: %w", err)
+	}
+	return nil
 }
 
 // loraDropoutParam is the context parameter (at the root scope) holding the attached adapter's lora_dropout.
@@ -427,8 +430,7 @@ func (m *Model) LoadAdapter(dir string) error {
 			return fmt.Errorf("load adapter %s: %w", dir, err)
 		}
 	}
-	m.attachLoRA(cfg)
-	return nil
+	return m.attachLoRA(cfg)
 }
 
 // MergeAdapter is Merge after loading the peft adapter directory adapterDir ("": merge the adapter the model
@@ -448,7 +450,7 @@ func (m *Model) MergeAdapter(adapterDir string) (*LoRAConfig, error) {
 }
 
 // Merge folds the adapter into the base weights (W += B A * alpha / r, in float64 then rounded), removes it and
-// makes the base weights trainable again: the model then saves as an ordinary checkpoint.
+// makes the base weights trainable again (float32, also with bf16): the model then saves as an ordinary checkpoint.
 func (m *Model) Merge() error {
 	if m.lora == nil {
 		return fmt.Errorf("merge: the model has no LoRA adapter")
@@ -495,5 +497,8 @@ func (m *Model) Merge() error {
 	m.Ctx.InAbsPath(context.RootScope).SetParam(loraDropoutParam, 0.0)
 	m.setBaseTrainable(true)
 	m.resetExecs()
+	if err := m.storeWeights(); err != nil { // trainable again: float32 (SetBF16)
+		return fmt.Errorf("merge: %w", err)
+	}
 	return nil
 }

@@ -18,7 +18,7 @@ package model
 //
 // Positions are derived from the attention mask as transformers' generate() does: position = (number of real
 // tokens before this one), so left-padded and right-padded rows give the same values for their real tokens.
-// All arithmetic is float32.
+// All arithmetic is float32, but for the linear layers' matmuls with bf16 (bf16.go).
 
 import (
 	"math"
@@ -43,13 +43,13 @@ func variableNode(ctx *context.Context, g *Graph, name string) *Node {
 	return v.ValueGraph(g)
 }
 
-// linear applies an HF nn.Linear stored as weight [out, in] (and bias [out] when withBias): x @ weight^T + bias.
+// linear applies an HF nn.Linear stored as weight [out, in] (and bias [out] when withBias): x @ weight^T + bias,
+// float32 (the product in bfloat16 with bf16).
 func linear(ctx *context.Context, x *Node, withBias bool) *Node {
 	g := x.Graph()
-	w := variableNode(ctx, g, "weight")
-	y := DotGeneral(x, []int{x.Rank() - 1}, nil, w, []int{1}, nil)
+	y := project(ctx, x, variableNode(ctx, g, "weight")) // in bfloat16 with bf16 (bf16.go)
 	if withBias {
-		y = Add(y, ExpandLeftToRank(variableNode(ctx, g, "bias"), y.Rank()))
+		y = Add(y, ExpandLeftToRank(asFloat32(variableNode(ctx, g, "bias")), y.Rank()))
 	}
 	if d := loraDelta(ctx, x); d != nil { // a LoRA adapter on this layer (lora.go)
 		y = Add(y, d)
@@ -61,7 +61,7 @@ func linear(ctx *context.Context, x *Node, withBias bool) *Node {
 func rmsNorm(ctx *context.Context, x *Node, eps float64) *Node {
 	variance := ReduceAndKeep(Square(x), ReduceMean, -1)
 	x = Div(x, Sqrt(AddScalar(variance, eps))) // Rsqrt has no gradient in GoMLX
-	return Mul(x, ExpandLeftToRank(variableNode(ctx, x.Graph(), "weight"), x.Rank()))
+	return Mul(x, ExpandLeftToRank(asFloat32(variableNode(ctx, x.Graph(), "weight")), x.Rank()))
 }
 
 // rotary returns cos and sin of shape [B, T, 1, headDim] for int32 positions [B, T].

@@ -62,6 +62,11 @@ func NewReplica(m *Model, backend backends.Backend) (*Replica, error) {
 			r.bytes += int64(local.Memory())
 		}
 	}
+	if m.BF16() {
+		if err := c.SetBF16(true); err != nil { // the copied weights are already bfloat16 where m's are
+			return nil, fmt.Errorf("model: replica: %w", err)
+		}
+	}
 	return r, nil
 }
 

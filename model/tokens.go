@@ -109,7 +109,8 @@ func tokenMask(g *Graph, ids []int, vocab int) *Node {
 func (m *Model) embed(ctx *context.Context, tokens *Node) *Node {
 	g := tokens.Graph()
 	ids := ExpandAxes(ConvertDType(tokens, dtypes.Int32), -1) // [B, T, 1]
-	h := Gather(variableNode(ctx.In("model").In("embed_tokens"), g, "weight"), ids)
+	// The rows are bfloat16 with bf16 (bf16.go), and widened exactly.
+	h := asFloat32(Gather(variableNode(ctx.In("model").In("embed_tokens"), g, "weight"), ids))
 	rows, listed := m.tokenRows(ctx, g)
 	if rows == nil {
 		return h
@@ -158,7 +159,8 @@ func (m *Model) tiedTokenWeight(ctx *context.Context, w *Node) *Node {
 	v := m.Config.VocabSize
 	spread := DotGeneral(tokenOneHot(g, listed, v), []int{0}, nil, rows, []int{0}, nil) // [V, D]
 	mask := BroadcastToDims(Reshape(tokenMask(g, listed, v), v, 1), w.Shape().Dimensions...)
-	return Where(mask, spread, w)
+	// With bf16 the frozen w is bfloat16 and the rows are rounded to it here, as the product would round them.
+	return Where(mask, ConvertDType(spread, w.DType()), w)
 }
 
 // mergeTokenRows writes the trainable rows into the embedding and deletes them.

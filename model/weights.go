@@ -339,7 +339,8 @@ func (ck *Checkpoint) Close() {
 // adapter_config.json and adapter_model.safetensors) and Load finds it.
 const AdapterDir = "adapter"
 
-// Tensor returns a copy of the float32 values of the HF-named tensor and its shape.
+// Tensor returns a copy of the HF-named tensor's values as float32 (widened when the model stores it in bfloat16,
+// SetBF16) and its shape.
 func (m *Model) Tensor(hfName string) ([]float32, []int, error) {
 	scope, name := scopeOf(hfName)
 	v := m.Ctx.GetVariableByScopeAndName(scope, name)
@@ -350,11 +351,22 @@ func (m *Model) Tensor(hfName string) ([]float32, []int, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("tensor %q: %w", hfName, err)
 	}
-	data, err := tensors.CopyFlatData[float32](t)
+	data, err := float32Data(t)
 	if err != nil {
 		return nil, nil, fmt.Errorf("tensor %q: %w", hfName, err)
 	}
 	return data, t.Shape().Dimensions, nil
+}
+
+// Freeze makes every base weight not trainable, as a model that nothing trains (a reference model, one that only
+// samples or evaluates) has them; with bf16 (SetBF16) they are then all stored in bfloat16. A LoRA adapter freezes
+// the base weights itself.
+func (m *Model) Freeze() error {
+	m.setBaseTrainable(false)
+	if err := m.storeWeights(); err != nil {
+		return fmt.Errorf("freeze: %w", err)
+	}
+	return nil
 }
 
 // SaveOptions configures Save.

@@ -9,7 +9,8 @@
 # the Go runtime itself, makes it collect before the process passes that size. It runs on simplego;
 # GOMLX_BACKEND=xla runs it on the XLA engine (scripts/install-xla.sh), GOMLX_BACKEND=xla:cuda on a GPU.
 # MCPRL_BENCH_GRADIENT_CHECKPOINTING=1 times it with gradient_checkpointing on (the attention probabilities
-# recomputed in the backward pass); MCPRL_BENCH_LORA_TARGETS, MCPRL_BENCH_LORA_DROPOUT and MCPRL_BENCH_TOKENS
+# recomputed in the backward pass), MCPRL_BENCH_BF16=1 with bf16: true (engine xla: frozen weights in bfloat16, the
+# linear layers' matmuls on bfloat16 inputs); MCPRL_BENCH_LORA_TARGETS, MCPRL_BENCH_LORA_DROPOUT and MCPRL_BENCH_TOKENS
 # change the adapter (grpo/bench_test.go).
 set -euo pipefail
 cd "$(dirname "$0")/.."

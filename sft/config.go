@@ -52,6 +52,7 @@ func (c *Config) Validate() error {
 	var ck train.Checker
 	c.Arguments.Check(&ck)
 	c.Inputs.Check(&ck)
+	train.CheckBF16(&ck, c.BF16, &c.Inputs)
 	c.PeftArguments.Check(&ck)
 	if c.SamplingEngine != "" {
 		ck.Bad("sampling_engine", "sampling_engine %q: sft has no sampling phase (it trains on engine); sampling_engine is a GRPO (train) key", c.SamplingEngine)

@@ -123,6 +123,9 @@ func (t *Trainer) Train(ctx context.Context) error {
 	vars := train.TrainableVariables(t.Model)
 	opt := args.Optimizer()
 	t.Model.SetGradientCheckpointing(args.GradientCheckpointing)
+	if err := t.Model.SetBF16(args.BF16); err != nil {
+		return fmt.Errorf("sft: %w", err)
+	}
 	exec, err := mlctx.NewExec(t.Model.Backend, t.Model.Ctx, func(ctx *mlctx.Context, tokens, attn, mask, lr *Node) (*Node, *Node) {
 		ctx.SetTraining(tokens.Graph(), true) // a LoRA adapter's dropout acts here, as in TRL's train mode
 		logp := t.Model.TokenLogProbs(ctx, tokens, attn)

@@ -49,6 +49,11 @@ type Arguments struct {
 	// transformers' does, and is off unless a config turns it on, where TRL defaults to true: the switch changes
 	// no result, and on by default it would slow every run.
 	GradientCheckpointing bool `yaml:"gradient_checkpointing"`
+	// BF16 runs the model in bfloat16, as transformers with bf16: true on a bfloat16 base: the frozen weights are
+	// stored in bfloat16 (half the memory) and the linear layers' matmuls take bfloat16 inputs, while norms,
+	// softmax, the log-probs the loss reads, the trained weights and the optimizer state stay float32
+	// (model.Model.SetBF16; docs/model.md). Engine xla only: on simplego it is refused. Off by default.
+	BF16 bool `yaml:"bf16"`
 	// ReportTo names where logs go besides metrics.jsonl: "tensorboard" (event files in LoggingDir) or
 	// "none" (the default).
 	ReportTo   runlog.ReportTo `yaml:"report_to"`
@@ -79,6 +84,22 @@ func (in *Inputs) Check(c *Checker) {
 	}
 	if _, err := model.ParseEngine(string(in.SamplingEngine)); err != nil && in.SamplingEngine != "" {
 		c.Bad("sampling_engine", "sampling_engine %q: want one of %s (or leave it unset: sample on engine)", in.SamplingEngine, model.Engines)
+	}
+}
+
+// CheckBF16 records bf16: true with an engine that cannot run it: simplego, named as engine or sampling_engine
+// (engine auto is decided when the run opens it, and model.Model.SetBF16 refuses simplego then).
+func CheckBF16(c *Checker, bf16 bool, in *Inputs) {
+	if !bf16 {
+		return
+	}
+	for _, e := range []struct {
+		key string
+		v   model.Engine
+	}{{"engine", in.Engine}, {"sampling_engine", in.SamplingEngine}} {
+		if e.v == model.EngineSimpleGo {
+			c.Bad("bf16", "bf16: true with %s simplego: %v", e.key, model.ErrBF16SimpleGo)
+		}
 	}
 }
 

@@ -28,7 +28,7 @@ type Schema struct {
 
 // NoEffect are the transformers TrainingArguments options that do not change what mcprl computes.
 var NoEffect = SetOf("run_name", "disable_tqdm", "logging_strategy", "save_strategy",
-	"logging_first_step", "remove_unused_columns", "bf16", "fp16", "tf32",
+	"logging_first_step", "remove_unused_columns", "fp16", "tf32",
 	"dataloader_num_workers", "ddp_find_unused_parameters", "overwrite_output_dir", "use_liger_kernel",
 	"torch_empty_cache_steps", "push_to_hub", "hub_model_id", "save_only_model")
 

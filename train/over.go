@@ -21,11 +21,13 @@ func (in Inputs) Over(over Inputs) Inputs {
 }
 
 // Overrides are what a command's flags put over a run config's keys: the
-// inputs (Over), output_dir when given and max_steps when > 0.
+// inputs (Over), output_dir when given, max_steps when > 0 and bf16 when
+// set (--bf16 turns it on; a config's bf16: true stays on).
 type Overrides struct {
 	Inputs
 	OutputDir string
 	MaxSteps  int
+	BF16      bool
 }
 
 // RunConfig is a trainer's config file (grpo.Config, sft.Config): it inlines
@@ -54,6 +56,9 @@ func LoadConfig[C RunConfig](path string, load func(string) (C, error), o Overri
 	}
 	if o.MaxSteps > 0 {
 		args.MaxSteps = o.MaxSteps
+	}
+	if o.BF16 {
+		args.BF16 = true
 	}
 	for _, k := range ignored {
 		fmt.Fprintf(warn, "note: %s: TRL option %s changes nothing in mcprl\n", path, k)

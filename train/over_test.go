@@ -25,7 +25,7 @@ func TestInputsOver(t *testing.T) {
 func TestLoadConfig(t *testing.T) {
 	load := func(path string) (*fileConfig, error) {
 		return &fileConfig{Arguments: Arguments{OutputDir: "runs/x", MaxSteps: 20},
-			Inputs: Inputs{Model: "m", Tasks: "t.jsonl"}, ignored: []string{"bf16 (line 3)"}}, nil
+			Inputs: Inputs{Model: "m", Tasks: "t.jsonl"}, ignored: []string{"fp16 (line 3)"}}, nil
 	}
 	var warn bytes.Buffer
 	c, err := LoadConfig("x.yaml", load, Overrides{Inputs: Inputs{Model: "m2"}, OutputDir: "/tmp/o"}, &warn)
@@ -36,7 +36,7 @@ func TestLoadConfig(t *testing.T) {
 		t.Errorf("model %q, tasks %q, output dir %q, max steps %d: want the flags' m2 and /tmp/o over the file's t.jsonl and 20",
 			c.Model, c.Tasks, c.OutputDir, c.MaxSteps)
 	}
-	if want := "note: x.yaml: TRL option bf16 (line 3) changes nothing in mcprl\n"; warn.String() != want {
+	if want := "note: x.yaml: TRL option fp16 (line 3) changes nothing in mcprl\n"; warn.String() != want {
 		t.Errorf("notes %q, want %q", warn.String(), want)
 	}
 	if c, _ = LoadConfig("x.yaml", load, Overrides{MaxSteps: 3}, io.Discard); c.MaxSteps != 3 || c.OutputDir != "runs/x" {

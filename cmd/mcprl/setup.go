@@ -22,6 +22,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.over.OutputDir, "output-dir", "", "where checkpoints, metrics.jsonl and final/ go (overrides output_dir)")
 	fl.StringVar(&f.over.DSN, "dsn", "", "PostgreSQL DSN for the sandboxes' databases (default: the config's dsn, else embedded SQLite)")
 	fl.IntVar(&f.over.MaxSteps, "max-steps", 0, "optimizer steps to run (overrides max_steps when > 0)")
+	fl.BoolVar(&f.over.BF16, "bf16", false, "run the model in bfloat16: frozen weights stored in bfloat16, the linear layers' matmuls on bfloat16 inputs (engine xla; turns the config's bf16 on)")
 	fl.BoolVar(&f.overwrite, "overwrite_output_dir", false, "start over in an output dir that holds an earlier run's checkpoints, final/ and metrics.jsonl (they are deleted); TRL's name")
 	fl.BoolVar(&f.skipBadTasks, "skip-bad-tasks", false, "skip bad lines of the tasks file (listed, counted and written to skipped_tasks.txt in the output dir) instead of failing")
 }
