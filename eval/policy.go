@@ -10,16 +10,33 @@ import (
 	"github.com/mcprl/mcprl/toolcall"
 )
 
-// PolicyOf is what eval and tasks distill sample: the served model s names when it is given, opened and
-// probed with the tools of ws's first fixture and cfg's sampling settings (openai.Served.Open, noting the
-// server to log), else ws's model with cfg's cache size (Sampled).
-func PolicyOf(ctx context.Context, s *openai.Served, ws *inputs.Loaded, cfg Config, log io.Writer) (PolicyFor, error) {
+// Open returns the Evaluator that eval and tasks distill run on ws's tasks
+// with cfg, its progress to log. It samples the served model s names when
+// it is given, opened and probed with the tools of ws's first fixture and
+// cfg's sampling settings (openai.Served.Open, noting the server to log),
+// else ws's model with cfg's cache size (Sampled).
+func Open(ctx context.Context, s *openai.Served, ws *inputs.Loaded, cfg Config, log io.Writer) (*Evaluator, error) {
 	if !s.Given() {
-		return Sampled(ws.Model, cfg), nil
+		return evaluatorOf(ws, Sampled(ws.Model, cfg), cfg, log), nil
 	}
 	p, err := s.Open(ctx, ws.Tokenizer, toolcall.FunctionSchemas(sandbox.FirstTools(ws.Sandboxes)), cfg.Sample, log)
 	if err != nil {
 		return nil, err
 	}
-	return Fixed(p), nil
+	return evaluatorOf(ws, Fixed(p), cfg, log), nil
+}
+
+// OpenGolden returns the Evaluator that replays the golden trajectory of
+// each of ws's tasks (Golden), with cfg sized to hold them (ForGolden;
+// keepLength: the user chose the token budget), its progress to log.
+func OpenGolden(ws *inputs.Loaded, cfg Config, keepLength bool, log io.Writer) (*Evaluator, error) {
+	if err := cfg.ForGolden(ws.Tasks, keepLength); err != nil {
+		return nil, err
+	}
+	return evaluatorOf(ws, Golden(ws.Tokenizer), cfg, log), nil
+}
+
+// evaluatorOf is the Evaluator of policy on ws's tasks and sandboxes.
+func evaluatorOf(ws *inputs.Loaded, policy PolicyFor, cfg Config, log io.Writer) *Evaluator {
+	return &Evaluator{Policy: policy, Tokenizer: ws.Tokenizer, Template: ws.Template, Sandboxes: ws.Sandboxes, Config: cfg, Progress: log}
 }

@@ -156,14 +156,26 @@ func (s *Settings) HFGenerationConfig(raw json.RawMessage) (json.RawMessage, err
 // when neither it nor the settings under it set them.
 const DefaultIterations = 4
 
-// Resolve returns the settings a command samples with before its flags:
-// def (the command's defaults), then every setting base holds when base is
-// not nil, else every setting the model in modelDir was trained with when
-// it has them (modelDir "": none). A trainer that does not sample records
-// only some (Has); the others stay def's, and MaxToolCallingIterations is
-// DefaultIterations when nothing sets it. from is the trainer_state.json
-// the trained settings came from ("" when none did).
-func Resolve(def Settings, base *Settings, modelDir string) (s Settings, from string, err error) {
+// Given returns s holding only the settings of keys (JSON names, such as
+// "top_p"): those a command's flags gave, which Resolve lays over the
+// others.
+func Given(s Settings, keys ...string) *Settings {
+	s.keys = map[string]bool{}
+	for _, k := range keys {
+		s.keys[k] = true
+	}
+	return &s
+}
+
+// Resolve returns the settings a command samples with: def (the command's
+// defaults), then every setting base holds when base is not nil, else every
+// setting the model in modelDir was trained with when it has them (modelDir
+// "": none), then every setting flags holds (Given; nil: none). A trainer
+// that does not sample records only some (Has); the others stay def's, and
+// MaxToolCallingIterations is DefaultIterations when nothing sets it. from
+// is the trainer_state.json the trained settings came from ("" when none
+// did).
+func Resolve(def Settings, base *Settings, modelDir string, flags *Settings) (s Settings, from string, err error) {
 	s = def
 	if base == nil && modelDir != "" {
 		if base, err = Load(modelDir); err != nil {
@@ -173,28 +185,36 @@ func Resolve(def Settings, base *Settings, modelDir string) (s Settings, from st
 			from = filepath.Join(modelDir, StateFile)
 		}
 	}
-	if base != nil {
-		for key, apply := range map[string]func(){
-			"temperature":           func() { s.Temperature = base.Temperature },
-			"top_p":                 func() { s.TopP = base.TopP },
-			"top_k":                 func() { s.TopK = base.TopK },
-			"max_prompt_length":     func() { s.MaxPromptLength = base.MaxPromptLength },
-			"max_completion_length": func() { s.MaxCompletionLength = base.MaxCompletionLength },
-			"max_tool_calling_iterations": func() {
-				if base.MaxToolCallingIterations != nil {
-					s.MaxToolCallingIterations = base.MaxToolCallingIterations
-				}
-			},
-			"system_prompt": func() { s.SystemPrompt = base.SystemPrompt },
-		} {
-			if base.Has(key) {
-				apply()
-			}
-		}
-	}
+	s.over(base)
+	s.over(flags)
 	if s.MaxToolCallingIterations == nil {
 		n := DefaultIterations
 		s.MaxToolCallingIterations = &n
 	}
 	return s, from, nil
+}
+
+// over sets in s every setting o holds (Has), o nil holding none; a nil
+// MaxToolCallingIterations (TRL's None) leaves s's.
+func (s *Settings) over(o *Settings) {
+	if o == nil {
+		return
+	}
+	for key, apply := range map[string]func(){
+		"temperature":           func() { s.Temperature = o.Temperature },
+		"top_p":                 func() { s.TopP = o.TopP },
+		"top_k":                 func() { s.TopK = o.TopK },
+		"max_prompt_length":     func() { s.MaxPromptLength = o.MaxPromptLength },
+		"max_completion_length": func() { s.MaxCompletionLength = o.MaxCompletionLength },
+		"max_tool_calling_iterations": func() {
+			if o.MaxToolCallingIterations != nil {
+				s.MaxToolCallingIterations = o.MaxToolCallingIterations
+			}
+		},
+		"system_prompt": func() { s.SystemPrompt = o.SystemPrompt },
+	} {
+		if o.Has(key) {
+			apply()
+		}
+	}
 }

@@ -106,31 +106,42 @@ func TestPartialSettings(t *testing.T) {
 }
 
 // Resolve: a command's defaults, then a base's settings, else the settings
-// a model folder was trained with; a setting nobody recorded stays the
-// default, and the tool rounds default to DefaultIterations.
+// a model folder was trained with, then the flags given; a setting nobody
+// recorded or gave stays the default, and the tool rounds default to
+// DefaultIterations.
 func TestResolve(t *testing.T) {
 	def := Settings{Temperature: 1, TopP: 1, MaxCompletionLength: 512}
-	s, from, err := Resolve(def, nil, "")
+	s, from, err := Resolve(def, nil, "", nil)
 	if err != nil || from != "" || s.String() != "temperature 1, top_p 1, top_k 0, max_prompt_length 0, max_completion_length 512, max_tool_calling_iterations 4" {
 		t.Errorf("defaults: %s, %q, %v", &s, from, err)
 	}
 	two := 2
 	base := &Settings{Temperature: 0.6, TopP: 0.9, TopK: 5, MaxPromptLength: 100, MaxCompletionLength: 64, MaxToolCallingIterations: &two, SystemPrompt: "sys"}
-	if s, from, err = Resolve(def, base, "ignored"); err != nil || from != "" || s.String() != base.String() || s.SystemPrompt != "sys" {
+	if s, from, err = Resolve(def, base, "ignored", nil); err != nil || from != "" || s.String() != base.String() || s.SystemPrompt != "sys" {
 		t.Errorf("base: %s, %q, %v", &s, from, err)
 	}
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, StateFile), []byte(`{"generation": {"max_completion_length": 192, "system_prompt": "sft"}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, from, err = Resolve(def, nil, dir)
+	s, from, err = Resolve(def, nil, dir, nil)
 	if err != nil || from != filepath.Join(dir, StateFile) || s.Temperature != 1 || s.MaxCompletionLength != 192 || s.SystemPrompt != "sft" || s.Iterations(0) != DefaultIterations {
 		t.Errorf("trained (partial): %s %q, %q, %v", &s, s.SystemPrompt, from, err)
+	}
+	three := 3
+	flags := Given(Settings{Temperature: 0, TopP: 0.5, MaxCompletionLength: 8, MaxToolCallingIterations: &three, SystemPrompt: "mine"},
+		"temperature", "max_tool_calling_iterations", "system_prompt")
+	s, from, err = Resolve(def, nil, dir, flags)
+	if err != nil || from == "" || s.String() != "temperature 0, top_p 1, top_k 0, max_prompt_length 0, max_completion_length 192, max_tool_calling_iterations 3" || s.SystemPrompt != "mine" {
+		t.Errorf("flags over trained: %s %q, %q, %v", &s, s.SystemPrompt, from, err)
+	}
+	if s, _, _ = Resolve(def, base, "", flags); s.TopP != 0.9 || s.Temperature != 0 || s.Iterations(0) != 3 {
+		t.Errorf("flags over base: %s", &s)
 	}
 	if err := os.WriteFile(filepath.Join(dir, StateFile), []byte(`{`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := Resolve(def, nil, dir); err == nil {
+	if _, _, err := Resolve(def, nil, dir, nil); err == nil {
 		t.Error("a broken trainer_state.json resolved")
 	}
 }

@@ -55,29 +55,23 @@ func newEvalCmd() *cobra.Command {
 
 func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *openai.Served) error {
 	ctx, stderr, fl := cmd.Context(), cmd.ErrOrStderr(), cmd.Flags()
-	cfg := grpo.Default()
 	// The settings: a config's, else those a model was trained with (a
-	// model GRPO trained samples as it was trained); flags win over both.
+	// model GRPO trained samples as it was trained); flags win over both. A
+	// train config's output_dir is where training writes, not eval: only
+	// --output-dir is.
 	var base *sampling.Settings
-	trainedDir, seed := "", ef.sf.seed
+	in, trainedDir, seed := flags.over.Inputs, "", ef.sf.seed
 	if flags.config != "" {
-		c, err := train.LoadConfig(flags.config, grpo.Load, flags.over, stderr)
+		cfg, err := train.LoadConfig(flags.config, grpo.Load, flags.over, stderr)
 		if err != nil {
 			return err
 		}
-		cfg = *c
-		base = cfg.Sampling()
+		in, base = cfg.Inputs, cfg.Sampling()
 		if !fl.Changed("seed") {
 			seed = cfg.Seed
 		}
-		if !fl.Changed("output-dir") {
-			cfg.OutputDir = "" // a train config's output_dir is where training writes, not eval
-		}
-	} else {
-		cfg.Inputs, cfg.OutputDir = flags.over.Inputs, flags.over.OutputDir
-		if flags.over.Model != "" && !ef.golden && !served.Given() {
-			trainedDir = flags.over.Model
-		}
+	} else if flags.over.Model != "" && !ef.golden && !served.Given() {
+		trainedDir = flags.over.Model
 	}
 	from, err := ef.sf.resolve(base, trainedDir)
 	if err != nil {
@@ -92,20 +86,16 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *openai.
 	if err := ecfg.Count(ef.k, ef.samples); err != nil {
 		return err
 	}
-	if cfg.Fixtures == "" {
-		cfg.Fixtures = "examples/fixtures"
+	if in.Fixtures == "" {
+		in.Fixtures = "examples/fixtures"
 	}
-	if cfg.Tasks == "" {
+	if in.Tasks == "" {
 		return errors.New("--tasks is required")
 	}
 	if served.Given() && (ef.golden || flags.over.Model != "") {
 		return errors.New("give one policy: --policy (a served model), --model or --golden")
 	}
-	in := cfg.Inputs.OnePhase()
-	if in.Engine, err = engineOf(cmd, cfg.Engine); err != nil {
-		return err
-	}
-	ws, err := loadFor(cmd, served, in, ef.golden && flags.over.Model == "", flags.skipBadTasks)
+	ws, err := loadFor(cmd, served, in.OnePhase(), ef.golden && flags.over.Model == "", flags.skipBadTasks)
 	if err != nil {
 		return err
 	}
@@ -113,22 +103,21 @@ func runEval(cmd *cobra.Command, flags *runFlags, ef *evalFlags, served *openai.
 	if _, err := notes.WriteTo(stderr); err != nil {
 		return err
 	}
-	var pol eval.PolicyFor
+	var ev *eval.Evaluator
 	if ef.golden {
-		pol, err = eval.Golden(ws.Tokenizer), ecfg.ForGolden(ws.Tasks, fl.Changed("max-completion-length"))
+		ev, err = eval.OpenGolden(ws, ecfg, fl.Changed("max-completion-length"), stderr)
 	} else {
-		pol, err = eval.PolicyOf(ctx, served, ws, ecfg, stderr)
+		ev, err = eval.Open(ctx, served, ws, ecfg, stderr)
 	}
 	if err != nil {
 		return err
 	}
-	ev := &eval.Evaluator{Policy: pol, Tokenizer: ws.Tokenizer, Template: ws.Template, Sandboxes: ws.Sandboxes, Config: ecfg, Progress: stderr}
 	res, rep, err := ev.Evaluate(ctx, ws.Tasks)
 	if err != nil {
 		return err
 	}
-	if cfg.OutputDir != "" {
-		if err := eval.SaveWithPage(cfg.OutputDir, res, rep, stderr); err != nil {
+	if flags.over.OutputDir != "" {
+		if err := eval.SaveWithPage(flags.over.OutputDir, res, rep, stderr); err != nil {
 			return err
 		}
 	}

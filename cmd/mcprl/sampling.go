@@ -15,7 +15,7 @@ import (
 type samplingFlags struct {
 	fl         *pflag.FlagSet
 	def, v     sampling.Settings // the command's defaults; the flags' values
-	iters      int
+	iters      int               // v's MaxToolCallingIterations
 	seed       int64
 	lengthFlag string // --max-completion-length, or generate's --max-new-tokens
 	// Resolved, after settings: what the command samples with.
@@ -28,6 +28,7 @@ type samplingFlags struct {
 // --max-new-tokens, with def as their defaults.
 func registerSampling(fl *pflag.FlagSet, def sampling.Settings, seed int64, rollouts bool) *samplingFlags {
 	f := &samplingFlags{fl: fl, def: def, lengthFlag: "max-new-tokens"}
+	f.v.MaxToolCallingIterations = &f.iters
 	fl.Float64Var(&f.v.Temperature, "temperature", def.Temperature, "sampling temperature, 0: greedy (this and the other sampling flags default to a trained model's own settings)")
 	fl.Float64Var(&f.v.TopP, "top-p", def.TopP, "nucleus sampling: keep the most likely tokens up to this probability mass")
 	fl.IntVar(&f.v.TopK, "top-k", def.TopK, "keep the K most likely tokens (0: all)")
@@ -50,29 +51,26 @@ func (f *samplingFlags) registerSystemPrompt(usage string) {
 }
 
 // resolve sets Settings: sampling.Resolve of the command's defaults, base
-// (a config's settings) and modelDir's trained ones, then every flag given.
-// It returns the trainer_state.json the trained settings came from ("" if
+// (a config's settings), modelDir's trained ones and the flags given. It
+// returns the trainer_state.json the trained settings came from ("" if
 // none).
 func (f *samplingFlags) resolve(base *sampling.Settings, modelDir string) (from string, err error) {
-	s, from, err := sampling.Resolve(f.def, base, modelDir)
-	if err != nil {
-		return "", err
-	}
-	for name, apply := range map[string]func(){
-		"temperature":                 func() { s.Temperature = f.v.Temperature },
-		"top-p":                       func() { s.TopP = f.v.TopP },
-		"top-k":                       func() { s.TopK = f.v.TopK },
-		"max-prompt-length":           func() { s.MaxPromptLength = f.v.MaxPromptLength },
-		f.lengthFlag:                  func() { s.MaxCompletionLength = f.v.MaxCompletionLength },
-		"max-tool-calling-iterations": func() { n := f.iters; s.MaxToolCallingIterations = &n },
-		"system-prompt":               func() { s.SystemPrompt = f.v.SystemPrompt },
+	var given []string
+	for name, key := range map[string]string{
+		"temperature":                 "temperature",
+		"top-p":                       "top_p",
+		"top-k":                       "top_k",
+		"max-prompt-length":           "max_prompt_length",
+		f.lengthFlag:                  "max_completion_length",
+		"max-tool-calling-iterations": "max_tool_calling_iterations",
+		"system-prompt":               "system_prompt",
 	} {
 		if f.fl.Lookup(name) != nil && f.fl.Changed(name) {
-			apply()
+			given = append(given, key)
 		}
 	}
-	f.Settings = s
-	return from, nil
+	f.Settings, from, err = sampling.Resolve(f.def, base, modelDir, sampling.Given(f.v, given...))
+	return from, err
 }
 
 // print writes which settings the command samples with, and where they

@@ -26,15 +26,16 @@ func registerServed(fl *pflag.FlagSet, s *openai.Served) {
 
 // loadFor loads in for the policy: for a served one (or without a model,
 // tasksOnly) the tasks with the served model's tokenizer; else the model
-// too, on the engine of --engine (else in.Engine).
+// too, on the engine of --engine (else in.Engine), which is checked either
+// way.
 func loadFor(cmd *cobra.Command, s *openai.Served, in train.Inputs, tasksOnly, skipBad bool) (*inputs.Loaded, error) {
+	var err error
+	if in.Engine, err = engineOf(cmd, in.Engine); err != nil {
+		return nil, err
+	}
 	o := inputs.Options{Inputs: in, SkipBad: skipBad, Warn: cmd.ErrOrStderr()}
 	if s.Given() || tasksOnly {
 		return inputs.LoadTasksWith(cmd.Context(), s.TokenizerDir, o)
-	}
-	var err error
-	if o.Engine, err = engineOf(cmd, in.Engine); err != nil {
-		return nil, err
 	}
 	return inputs.Load(cmd.Context(), o)
 }

@@ -1,12 +1,18 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/mcprl/mcprl/distill"
+	"github.com/mcprl/mcprl/eval"
+	"github.com/mcprl/mcprl/policy/openai"
+	"github.com/mcprl/mcprl/sampling"
 	"github.com/mcprl/mcprl/task"
 	"github.com/mcprl/mcprl/taskgen"
+	"github.com/mcprl/mcprl/train"
 )
 
 func newTasksCmd() *cobra.Command {
@@ -61,5 +67,73 @@ func newTasksGenerateCmd() *cobra.Command {
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "random seed: the same seed gives the same tasks")
 	cmd.Flags().StringVar(&systemPrompt, "system-prompt", "", "system prompt of every task (default none: the chat template renders the sandbox's tools/list)")
 	cmd.Flags().StringVar(&dsn, "dsn", "", "PostgreSQL DSN to build the fixture in (default: embedded SQLite)")
+	return cmd
+}
+
+func newTasksDistillCmd() *cobra.Command {
+	var (
+		served                             openai.Served
+		modelDir, tasksPath, fixtures, out string
+		dsn                                string
+		k, perTask, b                      int
+		skipBad                            bool
+		sf                                 *samplingFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "distill (--policy URL --served-model NAME | --model DIR) --tasks FILE --fixtures DIR --out FILE [--k K]",
+		Short: "Rejection sampling: sample a teacher's trajectories, keep those whose assertions hold live, write them as golden trajectories for mcprl sft",
+		Long:  help("tasks-distill"),
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			stderr := cmd.ErrOrStderr()
+			if out == "" || tasksPath == "" || fixtures == "" {
+				return errors.New("--tasks, --fixtures and --out are required")
+			}
+			if served.Given() == (modelDir != "") {
+				return errors.New("give the teacher: --policy URL --served-model NAME, or --model DIR")
+			}
+			if k < 1 {
+				return fmt.Errorf("--k %d: need at least 1", k)
+			}
+			from, err := sf.resolve(nil, modelDir)
+			if err != nil {
+				return err
+			}
+			ecfg := eval.ConfigOf(&sf.Settings, sf.seed)
+			ecfg.Samples, ecfg.K, ecfg.BatchSize = k, 1, b
+			ws, err := loadFor(cmd, &served, train.Inputs{Model: modelDir, Tasks: tasksPath, Fixtures: fixtures, DSN: dsn}, false, skipBad)
+			if err != nil {
+				return err
+			}
+			defer ws.Close()
+			ev, err := eval.Open(ctx, &served, ws, ecfg, stderr)
+			if err != nil {
+				return err
+			}
+			sf.print(stderr, "distill", from)
+			kept, st, err := distill.Run(ctx, ev, ws.Tasks, distill.Options{PerTask: perTask})
+			if err != nil {
+				return err
+			}
+			if err := task.WriteFile(out, kept); err != nil {
+				return err
+			}
+			fmt.Fprintf(stderr, "distill: %s\ndistill: wrote %d golden trajectories to %s\n", st, len(kept), out)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	registerServed(fl, &served)
+	fl.StringVar(&modelDir, "model", "", "an in-process teacher: HF-format model directory")
+	fl.StringVar(&tasksPath, "tasks", "", "tasks JSONL file (their ground_truth_assertions decide what is kept)")
+	fl.StringVar(&fixtures, "fixtures", "", "directory of fixtures, each named by a task's \"fixture\"")
+	fl.StringVar(&out, "out", "", "write the tasks with their distilled golden trajectories here (JSONL)")
+	fl.StringVar(&dsn, "dsn", "", "PostgreSQL DSN for the sandboxes' databases (default: embedded SQLite)")
+	fl.IntVar(&k, "k", 4, "trajectories sampled per task")
+	fl.IntVar(&perTask, "per-task", 1, "distinct golden trajectories kept per task at most")
+	sf = registerSampling(fl, sampling.Settings{Temperature: 0.7, TopP: 1, MaxCompletionLength: 1024}, 42, true)
+	fl.IntVar(&b, "batch-size", 32, "trajectories sampled together (whole tasks)")
+	fl.BoolVar(&skipBad, "skip-bad-tasks", false, "skip bad lines of the tasks file (listed and counted) instead of failing")
 	return cmd
 }
