@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 )
 
@@ -160,4 +162,59 @@ func TestBF16RefusedOnSimpleGo(t *testing.T) {
 	if dt := m.Ctx.GetVariableByScopeAndName(scope, vn).Shape().DType; dt != dtypes.Float32 {
 		t.Errorf("embedding stored as %s after a refused SetBF16", dt)
 	}
+}
+
+// TestBF16DotAccumulation: XLA's bfloat16 DotGeneral, as dot runs it with bf16, accumulates in float32 and rounds
+// once at its output. Inputs exactly representable in bfloat16 (so that rounding them costs nothing), of random
+// signs, so that the products cancel: every output is within one bfloat16 rounding of the float32 sum, |s - r| ≤
+// γ·Σ|x·w| with γ = K·2⁻²⁴/(1 - K·2⁻²⁴) (float32 accumulation of K terms), |out - s| ≤ 2⁻⁸·|s|. Accumulating in
+// bfloat16 would miss that by about 2⁻⁸·Σ|x·w|, far more where the sum cancels.
+func TestBF16DotAccumulation(t *testing.T) {
+	backend := engineBackend(t, EngineXLA)
+	const m, n, k = 16, 24, 1024
+	rng := rand.New(rand.NewPCG(5, 6))
+	round := func(v float64) float32 { return math.Float32frombits(uint32(bf16FromF32(float32(v))) << 16) }
+	x, w := make([]float32, m*k), make([]float32, n*k)
+	for i := range x {
+		x[i] = round(rng.NormFloat64())
+	}
+	for i := range w {
+		w[i] = round(rng.NormFloat64())
+	}
+	e, err := graph.NewExec(backend, func(a, b *graph.Node) *graph.Node {
+		return dot(true, a, []int{1}, nil, b, []int{1}, nil)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := e.Exec1(tensors.FromFlatDataAndDimensions(x, m, k), tensors.FromFlatDataAndDimensions(w, n, k))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.DType() != dtypes.Float32 {
+		t.Fatalf("dot returned %s, want float32", out.DType())
+	}
+	got := tensors.MustCopyFlatData[float32](out)
+	gamma := k * 0x1p-24 / (1 - k*0x1p-24)
+	worst, cancel := 0.0, 0.0
+	for i := range m {
+		for j := range n {
+			var r, abs float64
+			for l := range k {
+				p := float64(x[i*k+l]) * float64(w[j*k+l])
+				r += p
+				abs += math.Abs(p)
+			}
+			acc := gamma * abs
+			bound := 0x1p-8*(math.Abs(r)+acc) + acc
+			d := math.Abs(float64(got[i*n+j]) - r)
+			worst = math.Max(worst, d/bound)
+			cancel = math.Max(cancel, abs/math.Max(math.Abs(r), 1e-30))
+			if d > bound {
+				t.Errorf("[%d, %d] = %v, float64 %v: off by %.3g, more than one bfloat16 rounding of a float32 sum (%.3g; Σ|x·w| %.3g)",
+					i, j, got[i*n+j], r, d, bound, abs)
+			}
+		}
+	}
+	t.Logf("largest error / bound %.3f; the sums cancel up to Σ|x·w| / |sum| = %.0f", worst, cancel)
 }

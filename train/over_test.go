@@ -19,7 +19,7 @@ func TestInputsOver(t *testing.T) {
 	}
 }
 
-// LoadConfig puts the flags over a config file's keys (inputs, output_dir,
+// LoadConfig puts the flags over a config file's keys (inputs, output_dir, bf16,
 // max_steps when > 0), notes the keys that change nothing, and requires a
 // file.
 func TestLoadConfig(t *testing.T) {
@@ -41,6 +41,12 @@ func TestLoadConfig(t *testing.T) {
 	}
 	if c, _ = LoadConfig("x.yaml", load, Overrides{MaxSteps: 3}, io.Discard); c.MaxSteps != 3 || c.OutputDir != "runs/x" {
 		t.Errorf("--max-steps 3: max steps %d, output dir %q", c.MaxSteps, c.OutputDir)
+	}
+	if c, _ = LoadConfig("x.yaml", load, Overrides{BF16: true}, io.Discard); !c.BF16 {
+		t.Error("--bf16: bf16 off")
+	}
+	if c, _ = LoadConfig("x.yaml", load, Overrides{}, io.Discard); c.BF16 {
+		t.Error("no --bf16: bf16 on")
 	}
 	if _, err := LoadConfig("", load, Overrides{}, io.Discard); err == nil || err.Error() != "--config is required" {
 		t.Errorf("no file: %v", err)
