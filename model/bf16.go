@@ -11,8 +11,8 @@ package model
 // trainable token rows, and in full fine-tuning the weights themselves, which stay float32 (the master copy; the
 // matmuls round them to bfloat16 on the way in), as does the optimizer state.
 //
-// XLA computes a bfloat16 DotGeneral with float32 accumulation (XLA's CPU runtime upcasts it or hands it to
-// oneDNN, which accumulates in float32) and rounds the result to bfloat16: GoMLX v0.26's DotGeneral returns its
+// XLA computes a bfloat16 DotGeneral with float32 accumulation (on the CPU plugin a YNNPACK kernel;
+// TestBF16DotAccumulation checks it) and rounds the result to bfloat16: GoMLX v0.26's DotGeneral returns its
 // inputs' dtype (go-xla's builder could ask for a float32 result, but GoMLX does not expose it), so the product
 // is rounded once more at its output, exactly as a torch bfloat16 nn.Linear's is. Weights are rounded to nearest
 // even, as torch's .to(torch.bfloat16) rounds them.
