@@ -137,6 +137,24 @@ func TestBF16GoldenLogits(t *testing.T) {
 				}
 			}
 			dlp.check(t, name+" token log-probs")
+			// Off again: float32 storage, the values bfloat16 rounded kept.
+			before, _, err := m.Tensor("model.layers.0.mlp.up_proj.weight")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := m.SetBF16(false); err != nil {
+				t.Fatal(err)
+			}
+			scope, vn := scopeOf("model.layers.0.mlp.up_proj.weight")
+			after, _, err := m.Tensor("model.layers.0.mlp.up_proj.weight")
+			if dt := m.Ctx.GetVariableByScopeAndName(scope, vn).Shape().DType; m.BF16() || dt != dtypes.Float32 || err != nil {
+				t.Fatalf("SetBF16(false): bf16 %v, up_proj stored as %s (%v)", m.BF16(), dt, err)
+			}
+			for i := range before {
+				if before[i] != after[i] {
+					t.Fatalf("SetBF16(false) changed up_proj[%d]: %v -> %v", i, before[i], after[i])
+				}
+			}
 		})
 	}
 }
