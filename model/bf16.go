@@ -1,6 +1,7 @@
 package model
 
-// bfloat16, as transformers and peft run a model loaded with torch_dtype=bfloat16 (TrainingArguments' bf16: true):
+// bfloat16 (TrainingArguments' bf16: true), as transformers and peft train on a bfloat16 base in what they store
+// and multiply (transformers also keeps the activations in bfloat16; here they stay float32):
 // the frozen weights are stored in bfloat16, half the memory of float32, and the matmuls of the linear layers
 // (the attention and MLP projections and the output projection) take bfloat16 inputs, the activation rounded to
 // bfloat16 as torch's autocast rounds it, and give their result back as float32 for what follows. What needs the
