@@ -177,7 +177,11 @@ func (m *Model) getStepExec() (*mlctx.Exec, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.stepExec == nil {
-		e, err := mlctx.NewExec(m.Backend, m.Ctx, m.decodeStep)
+		e, err := mlctx.NewExec(m.Backend, m.Ctx, func(ctx *mlctx.Context, inputs []*graph.Node) []*graph.Node {
+			outs := m.decodeStep(ctx, inputs)
+			aliasOutputs(inputs[4:], 1) // each donated cache is updated in place (outs[1:])
+			return outs
+		})
 		if err != nil {
 			return nil, fmt.Errorf("decode graph: %w", err)
 		}
