@@ -3,6 +3,7 @@ package model
 import (
 	"context"
 	"math"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
 	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
@@ -61,18 +63,30 @@ func sgemmCeiling(b *testing.B, shapes [][3]int) float64 {
 	return sum / float64(len(shapes))
 }
 
-// backendMatmulRate measures the backend's own float32 DotGeneral on each (M, N, K) (x [M,K] times w [N,K]
-// transposed, as the model's linear layers) and returns the mean GFLOP/s.
-func backendMatmulRate(b *testing.B, m *Model, shapes [][3]int) float64 {
+// backendMatmulRate measures a backend's DotGeneral on each (M, N, K) (x [M,K] times w [N,K] transposed, as the
+// model's linear layers), in float32 or as dot runs it with bf16 (the activation rounded to bfloat16 in the graph,
+// the weight stored in bfloat16, the result widened back), on normal random inputs, best of 4 calls a shape, and
+// returns the mean GFLOP/s.
+func backendMatmulRate(b *testing.B, backend backends.Backend, shapes [][3]int, bf16 bool) float64 {
 	b.Helper()
-	e, err := graph.NewExec(m.Backend, func(x, w *graph.Node) *graph.Node { return graph.DotGeneral(x, []int{1}, nil, w, []int{1}, nil) })
+	e, err := graph.NewExec(backend, func(x, w *graph.Node) *graph.Node { return dot(bf16, x, []int{1}, nil, w, []int{1}, nil) })
 	if err != nil {
 		b.Fatal(err)
 	}
 	sum := 0.0
 	for _, s := range shapes {
-		x := tensors.FromFlatDataAndDimensions(make([]float32, s[0]*s[2]), s[0], s[2])
-		w := tensors.FromFlatDataAndDimensions(make([]float32, s[1]*s[2]), s[1], s[2])
+		rng := rand.New(rand.NewPCG(1, 2))
+		xs, ws := make([]float32, s[0]*s[2]), make([]float32, s[1]*s[2])
+		for i := range xs {
+			xs[i] = float32(rng.NormFloat64())
+		}
+		for i := range ws {
+			ws[i] = float32(rng.NormFloat64())
+		}
+		x, w := tensors.FromFlatDataAndDimensions(xs, s[0], s[2]), tensors.FromFlatDataAndDimensions(ws, s[1], s[2])
+		if bf16 {
+			w = tensors.FromFlatDataAndDimensions(toBF16(ws), s[1], s[2])
+		}
 		best := time.Hour
 		for range 4 {
 			t0 := time.Now()
@@ -164,7 +178,7 @@ func BenchmarkTrainStep(b *testing.B) {
 		kernels.SetGoKernels(true)
 	}
 	ceiling := (before + sgemmCeiling(b, shapes)) / 2
-	gomlxMM := backendMatmulRate(b, m, shapes)
+	gomlxMM := backendMatmulRate(b, m.Backend, shapes, false)
 	sort.Float64s(times)
 	med := times[len(times)/2]
 	tokPerS := batch * seqLen / med

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/graph"
@@ -246,42 +245,9 @@ func TestBF16DotAccumulation(t *testing.T) {
 func BenchmarkBF16Matmul(b *testing.B) {
 	backend := engineBackend(b, EngineXLA)
 	shapes := [][3]int{{4096, 576, 576}, {4096, 192, 576}, {4096, 1536, 576}, {4096, 576, 1536}}
-	rate := func(bf16 bool) float64 {
-		e, err := graph.NewExec(backend, func(x, w *graph.Node) *graph.Node { return dot(bf16, x, []int{1}, nil, w, []int{1}, nil) })
-		if err != nil {
-			b.Fatal(err)
-		}
-		sum := 0.0
-		for _, s := range shapes {
-			rng := rand.New(rand.NewPCG(1, 2))
-			xs, ws := make([]float32, s[0]*s[2]), make([]float32, s[1]*s[2])
-			for i := range xs {
-				xs[i] = float32(rng.NormFloat64())
-			}
-			for i := range ws {
-				ws[i] = float32(rng.NormFloat64())
-			}
-			x, w := tensors.FromFlatDataAndDimensions(xs, s[0], s[2]), tensors.FromFlatDataAndDimensions(ws, s[1], s[2])
-			if bf16 {
-				w = tensors.FromFlatDataAndDimensions(toBF16(ws), s[1], s[2])
-			}
-			best := time.Hour
-			for range 4 {
-				t0 := time.Now()
-				out, err := e.Exec(x, w)
-				if err != nil {
-					b.Fatal(err)
-				}
-				best = min(best, time.Since(t0))
-				out[0].FinalizeAll()
-			}
-			sum += 2 * float64(s[0]*s[1]*s[2]) / best.Seconds() / 1e9
-		}
-		return sum / float64(len(shapes))
-	}
 	var f32, bf16 float64
 	for range b.N {
-		f32, bf16 = rate(false), rate(true)
+		f32, bf16 = backendMatmulRate(b, backend, shapes, false), backendMatmulRate(b, backend, shapes, true)
 	}
 	b.ReportMetric(f32, "f32-GFLOP/s")
 	b.ReportMetric(bf16, "bf16-GFLOP/s")
