@@ -13,7 +13,9 @@
 # scripts/install-xla.sh installed its plugin, else simplego; or xla, simplego) is mcprl's engine, resolved once
 # and used by both sides (the step through $GOMLX_BACKEND, sampling through --engine); SAMPLING_ENGINE (default:
 # ENGINE's) is the engine mcprl samples on, as `sampling_engine` makes `mcprl train` sample on a copy of the weights
-# there (a refresh of the copy, milliseconds, is not in either number). Needs scripts/test-setup.sh's .venv.
+# there (a refresh of the copy, milliseconds, is not in either number). TRL's step runs in float32 as mcprl's does
+# (GRPOConfig's bf16 defaults to True: CPU autocast to bfloat16, fast only where the CPU has bfloat16 instructions);
+# TRL_BF16=1 measures TRL's default instead. Needs scripts/test-setup.sh's .venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 THREADS="${THREADS:-2}"
@@ -33,12 +35,14 @@ sampling=$(GOMLX_BACKEND= "$work/mcprl" model info --engine "${SAMPLING_ENGINE:-
 [ -n "$sampling" ] || { echo "bench-vs-trl: sampling engine ${SAMPLING_ENGINE} did not open" >&2; exit 1; }
 prompts=$(python3 -c 'import json; print(json.dumps({"prompts": [[(i*31+j*7) % 2048 for j in range(32)] for i in range(8)], "max_new_tokens": 128, "temperature": 0}))')
 
+trl_precision=fp32
+[ "${TRL_BF16:-0}" = 1 ] && trl_precision=bf16
 export GOMAXPROCS="$THREADS" OMP_NUM_THREADS="$THREADS" MKL_NUM_THREADS="$THREADS" HF_HUB_OFFLINE=1
 load() { cut -d' ' -f1 /proc/loadavg; }
 echo "machine: $(nproc) cores; mcprl engine: $engine, sampling on $sampling; load average (1, 5, 15 min) at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 for run in $(seq 1 "$RUNS"); do
   before=$(load)
-  trl_json=$(.venv/bin/python python/bench/bench_trl.py "$work/tiny" "$THREADS" 2>"$work/trl.err" | tail -1) || { cat "$work/trl.err" >&2; exit 1; }
+  trl_json=$(.venv/bin/python python/bench/bench_trl.py "$work/tiny" "$THREADS" "$trl_precision" 2>"$work/trl.err" | tail -1) || { cat "$work/trl.err" >&2; exit 1; }
   step_ns=$(GOMLX_BACKEND="$gomlx_backend" MCPRL_BENCH_MODEL="$work/tiny" "$work/grpo.test" -test.run '^$' -test.bench '^BenchmarkGRPOStep$' -test.benchtime 3x -test.count 1 |
     awk '/^BenchmarkGRPOStep/ {print $3}')
   gen_json=$(echo "$prompts" | GOMLX_BACKEND= "$work/mcprl" model generate --engine "$sampling" --model "$work/tiny" --repeat 4 2>"$work/gen.err") || { cat "$work/gen.err" >&2; exit 1; }
@@ -62,7 +66,8 @@ our_samples = [min(r["gen"]["seconds"][1:]) for r in runs]
 step_ratios = [a / b for a, b in zip(trl_steps, our_steps)]
 sample_ratios = [a / b for a, b in zip(trl_samples, our_samples)]
 tokens = 8 * 128
-print(f"threads: torch {runs[0]['trl']['torch_threads']}, mcprl GOMAXPROCS {threads} (OpenBLAS one thread per call)")
+print(f"threads: torch {runs[0]['trl']['torch_threads']}, mcprl GOMAXPROCS {threads} (OpenBLAS one thread per call); "
+      f"TRL's mixed precision: {runs[0]['trl'].get('mixed_precision', 'no')}, mcprl float32")
 print(f"GRPO step (8 x 256 tokens, fwd + bwd + AdamW), best of {len(runs)} runs: TRL {min(trl_steps):.3f} s, mcprl {min(our_steps):.3f} s")
 print(f"sampling (8 x 128 new tokens, KV cache), best of {len(runs)} runs: transformers {tokens / min(trl_samples):.0f} tokens/s, mcprl {tokens / min(our_samples):.0f} tokens/s")
 print(f"per-run ratios over {len(runs)} runs: step {min(step_ratios):.2f}-{max(step_ratios):.2f}x, sampling {min(sample_ratios):.2f}-{max(sample_ratios):.2f}x; "

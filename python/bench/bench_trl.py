@@ -1,10 +1,15 @@
 """TRL's and transformers' halves of scripts/bench-vs-trl.sh: one GRPO optimizer step and batched sampling.
 
-Usage: bench_trl.py MODEL_DIR THREADS  -> one JSON line {"step_seconds": [...], "sample_seconds": [...]}
+Usage: bench_trl.py MODEL_DIR THREADS [bf16]  -> one JSON line {"step_seconds": [...], "sample_seconds": [...]}
 The step is TRL's GRPOTrainer._compute_loss (forward over the completion, dapo loss) on a batch of 8 sequences of
 256 tokens (128 prompt + 128 completion), backward, and the trainer's AdamW step; sampling is transformers'
 generate on 8 prompts of 32 tokens, 128 new tokens, greedy, with the KV cache. The same shapes as mcprl's
 BenchmarkGRPOStep and `mcprl model generate` in the script.
+
+The step runs in float32, as mcprl's does: GRPOConfig's bf16 defaults to True, which makes accelerate run the
+forward pass under CPU autocast to bfloat16, whose matmuls are fast only on CPUs with bfloat16 instructions (an
+Intel Xeon with AVX512-BF16 ran that step in 0.47 s; an AMD EPYC with AVX2 alone took 11 s, its bfloat16 matmuls at
+2-19 GFLOP/s against 120-160 in float32). A third argument `bf16` measures TRL's default instead.
 """
 
 from __future__ import annotations
@@ -27,13 +32,14 @@ BATCH, PROMPT, COMPLETION, SAMPLE_PROMPT, NEW = 8, 128, 128, 32, 128
 
 def main() -> None:
     model_dir, threads = sys.argv[1], int(sys.argv[2])
+    bf16 = len(sys.argv) > 3 and sys.argv[3] == "bf16"
     torch.set_num_threads(threads)
     tok = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
     vocab = model.config.vocab_size
     args = GRPOConfig(output_dir=tempfile.mkdtemp(), per_device_train_batch_size=BATCH, num_generations=BATCH,
                       max_completion_length=COMPLETION, learning_rate=1e-5, loss_type="dapo", report_to=[],
-                      use_cpu=True, save_strategy="no")
+                      use_cpu=True, save_strategy="no", bf16=bf16)
     trainer = GRPOTrainer(model=model, reward_funcs=[lambda completions, **_: [0.0] * len(completions)], args=args,
                           train_dataset=Dataset.from_list([{"prompt": "hi"}] * BATCH), processing_class=tok)
     trainer.create_optimizer()
@@ -68,7 +74,7 @@ def main() -> None:
             sample_seconds.append(time.perf_counter() - t0)
             assert out.shape[1] == SAMPLE_PROMPT + NEW
     print(json.dumps({"step_seconds": step_seconds, "sample_seconds": sample_seconds,
-                      "torch_threads": torch.get_num_threads()}))
+                      "torch_threads": torch.get_num_threads(), "mixed_precision": trainer.accelerator.mixed_precision}))
 
 
 if __name__ == "__main__":
