@@ -5,8 +5,12 @@ import (
 	"io"
 
 	"github.com/mcprl/mcprl/inputs"
+	"github.com/mcprl/mcprl/model"
+	"github.com/mcprl/mcprl/policy"
 	"github.com/mcprl/mcprl/policy/openai"
+	"github.com/mcprl/mcprl/rollout"
 	"github.com/mcprl/mcprl/sandbox"
+	"github.com/mcprl/mcprl/tokenizer"
 	"github.com/mcprl/mcprl/toolcall"
 )
 
@@ -39,4 +43,29 @@ func OpenGolden(ws *inputs.Loaded, cfg Config, keepLength bool, log io.Writer) (
 // evaluatorOf is the Evaluator of policy on ws's tasks and sandboxes.
 func evaluatorOf(ws *inputs.Loaded, policy PolicyFor, cfg Config, log io.Writer) *Evaluator {
 	return &Evaluator{Policy: policy, Tokenizer: ws.Tokenizer, Template: ws.Template, Sandboxes: ws.Sandboxes, Config: cfg, Progress: log}
+}
+
+// Runner returns the rollout runner of one conversation at a time (mcprl
+// chat) with cfg's settings: of the served model s names when it is given,
+// its tokenizer from s.TokenizerDir, opened and probed with sb's tools, else
+// of m, whose tokenizer is in modelDir.
+func Runner(ctx context.Context, s *openai.Served, m *model.Model, modelDir string, sb *sandbox.Factory, cfg Config, log io.Writer) (*rollout.Runner, error) {
+	tokDir := modelDir
+	if s.Given() {
+		tokDir = s.TokenizerDir
+	}
+	tok, tpl, err := tokenizer.LoadWithTemplate(tokDir)
+	if err != nil {
+		return nil, err
+	}
+	var pol policy.Policy
+	if s.Given() {
+		pol, err = s.Open(ctx, tok, toolcall.FunctionSchemas(sb.Tools()), cfg.Sample, log)
+	} else {
+		pol, err = Sampled(m, cfg)(nil, 1)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &rollout.Runner{Policy: pol, Tokenizer: tok, Template: tpl, Config: cfg.Rollout()}, nil
 }

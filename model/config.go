@@ -101,6 +101,14 @@ func (c *Config) NumParams() int {
 	return n
 }
 
+// Summary describes the model in one line, as mcprl model init, import and
+// info print it: its architecture, parameters and shape.
+func (c *Config) Summary() string {
+	return fmt.Sprintf("%s, %d parameters (hidden %d, intermediate %d, %d layers, %d heads / %d KV, vocab %d, rope_theta %g, tied %v, eos %v)",
+		c.ArchitectureName(), c.NumParams(), c.HiddenSize, c.IntermediateSize, c.NumHiddenLayers, c.NumAttentionHeads,
+		c.NumKeyValueHeads, c.VocabSize, c.RopeTheta, c.TieWordEmbeddings, c.EOSIDs())
+}
+
 // Validate checks that the configuration describes a Qwen2 or Llama model this package can build.
 func (c *Config) Validate() error {
 	if c.IsLlama() {

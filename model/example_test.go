@@ -85,3 +85,24 @@ func ExampleSession() {
 	// true true
 	// true
 }
+
+// A LoRA adapter as training logs and mcprl model merge describe it.
+func ExampleLoRAConfig_String() {
+	lc := model.LoRAConfig{R: 16, Alpha: 32, Dropout: 0.05, TargetModules: []string{"q_proj", "v_proj"}}
+	fmt.Println(&lc)
+	lc.TrainableTokenIndices = []int{49152, 49153}
+	fmt.Println(&lc)
+	// Output:
+	// r 16, alpha 32, dropout 0.05, [q_proj v_proj]
+	// r 16, alpha 32, dropout 0.05, [q_proj v_proj], trainable tokens [49152 49153]
+}
+
+// A model's shape as mcprl model init, import and info print it: the tiny default at vocab 2,048 has
+// 4 x 738,304 parameters in its layers (attention with biases, MLP, norms), 524,288 in the tied embedding and
+// 256 in the final norm.
+func ExampleConfig_Summary() {
+	cfg := model.TinyConfig(2048, -1, 2)
+	fmt.Println(cfg.Summary())
+	// Output:
+	// Qwen2ForCausalLM, 3477760 parameters (hidden 256, intermediate 704, 4 layers, 4 heads / 2 KV, vocab 2048, rope_theta 1e+06, tied true, eos [2])
+}

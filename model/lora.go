@@ -53,6 +53,17 @@ type LoRAConfig struct {
 	TrainableTokenIndices []int `json:"trainable_token_indices"`
 }
 
+// String describes the adapter in one line, as training logs and mcprl
+// model merge print it: "r 16, alpha 32, dropout 0.05, [q_proj v_proj]" and
+// the trainable tokens when there are any.
+func (c *LoRAConfig) String() string {
+	s := fmt.Sprintf("r %d, alpha %g, dropout %g, %v", c.R, c.Alpha, c.Dropout, c.TargetModules)
+	if len(c.TrainableTokenIndices) > 0 {
+		s += fmt.Sprintf(", trainable tokens %v", c.TrainableTokenIndices)
+	}
+	return s
+}
+
 // loraModules are the linear layers of a decoder layer that LoRA can target, with their scope under the layer.
 var loraModules = map[string]string{
 	"q_proj": "self_attn", "k_proj": "self_attn", "v_proj": "self_attn", "o_proj": "self_attn",

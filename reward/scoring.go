@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"os"
 	"strconv"
 
 	"github.com/mcprl/mcprl/sandbox"
@@ -28,6 +30,27 @@ type ScoringConfig struct {
 	// MCPRewardConfig is a JSON file of compute_mcp_reward settings
 	// (ReadMCPRewardFile), applied to the rewards; "" for none.
 	MCPRewardConfig string
+}
+
+// ScoreFile scores the completions JSONL at path ("-": stdin) with what c
+// describes (OpenCompletions): a JSON line per completion to stdout, in
+// input order, problems to stderr. It is what mcprl score does.
+func (c ScoringConfig) ScoreFile(ctx context.Context, path string, stdin io.Reader, stdout, stderr io.Writer) error {
+	sc, err := OpenCompletions(c)
+	if err != nil {
+		return err
+	}
+	defer sc.Close()
+	in, name := stdin, "stdin"
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return fmt.Errorf("read completions: %w", err)
+		}
+		defer f.Close()
+		in, name = f, path
+	}
+	return sc.Score(ctx, in, name, stdout, stderr)
 }
 
 // OpenCompletions builds the Completions c describes: the parsed rewards,

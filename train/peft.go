@@ -44,7 +44,7 @@ func (p *PeftArguments) Attach(m *model.Model, modelDir string, seed int64, log 
 		log = io.Discard
 	}
 	if lc := m.LoRA(); lc != nil {
-		fmt.Fprintf(log, "LoRA adapter of %s/%s: r %d, alpha %g, dropout %g, %v%s (base weights frozen)\n", modelDir, model.AdapterDir, lc.R, lc.Alpha, lc.Dropout, lc.TargetModules, tokensNote(lc))
+		fmt.Fprintf(log, "LoRA adapter of %s/%s: %s (base weights frozen)\n", modelDir, model.AdapterDir, lc)
 		return nil
 	}
 	if !p.UsePeft {
@@ -54,19 +54,11 @@ func (p *PeftArguments) Attach(m *model.Model, modelDir string, seed int64, log 
 		return err
 	}
 	lc := m.LoRA()
-	fmt.Fprintf(log, "LoRA: r %d, alpha %g, dropout %g, %v%s (base weights frozen)\n", lc.R, lc.Alpha, lc.Dropout, lc.TargetModules, tokensNote(lc))
+	fmt.Fprintf(log, "LoRA: %s (base weights frozen)\n", lc)
 	if frozen := frozenTemplateTokens(modelDir, lc.TrainableTokenIndices); len(frozen) > 0 {
 		fmt.Fprintf(log, "LoRA: the chat template uses the added tokens %s, whose embedding rows stay frozen (a token added at import has the mean row, so the policy is unlikely ever to emit it); list their ids in trainable_token_indices to train them\n", strings.Join(frozen, ", "))
 	}
 	return nil
-}
-
-// tokensNote describes lc's trainable tokens for the log ("" without them).
-func tokensNote(lc *model.LoRAConfig) string {
-	if len(lc.TrainableTokenIndices) == 0 {
-		return ""
-	}
-	return fmt.Sprintf(", trainable tokens %v", lc.TrainableTokenIndices)
 }
 
 // frozenTemplateTokens lists, as "<tool_call> (49152)", the added tokens of modelDir's tokenizer that are not

@@ -10,11 +10,12 @@ import (
 	"github.com/mcprl/mcprl/reward"
 )
 
-// Every command's long help is its file help/NAME.txt (NAME: the command's
-// path below mcprl joined by "-"; score's with the rewards listed where it
-// says rewardsHelp), and every file in help/ is exactly one command's: a
-// command whose help is written in Go or loaded from another command's
-// file, an empty help, and a stale or misnamed file each fail.
+// Every command's usage, short and long help are its file help/NAME.txt
+// (NAME: the command's path below mcprl joined by "-"; score's with the
+// rewards listed where it says rewardsHelp), and every file in help/ is
+// exactly one command's: a command whose help is written in Go or loaded
+// from another command's file, an empty help, and a stale or misnamed file
+// each fail.
 func TestHelpFromFiles(t *testing.T) {
 	used := map[string]int{}
 	var walk func(c *cobra.Command)
@@ -24,8 +25,15 @@ func TestHelpFromFiles(t *testing.T) {
 		if err != nil {
 			t.Errorf("%s: %v", c.CommandPath(), err)
 		}
-		want := strings.Replace(strings.TrimSuffix(string(text), "\n"), rewardsHelp, reward.NewRegistry().Help(), 1)
+		lines := strings.SplitN(strings.TrimSuffix(string(text), "\n"), "\n", 4)
+		if len(lines) < 4 || lines[2] != "" {
+			t.Errorf("help/%s.txt: want its usage, its short description, a blank line and its long help", name)
+			lines = append(lines, "", "", "", "")
+		}
+		want := strings.Replace(lines[3], rewardsHelp, reward.NewRegistry().Help(), 1)
 		switch {
+		case c.Use != lines[0] || c.Short != lines[1]:
+			t.Errorf("%s: usage %q and short %q are not help/%s.txt's first two lines", c.CommandPath(), c.Use, c.Short, name)
 		case strings.TrimSpace(c.Long) == "":
 			t.Errorf("%s: no long help", c.CommandPath())
 		case c.Long != want:

@@ -28,18 +28,11 @@ func main() {
 // newRootCmd builds the mcprl command tree. Each subcommand lives in its own
 // file of this package and is added here.
 func newRootCmd() *cobra.Command {
-	root := &cobra.Command{
-		Use:           "mcprl",
-		Short:         "Reinforcement learning (GRPO) for MCP tool calling",
-		Long:          help("mcprl"),
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		Version:       buildinfo.String(),
-	}
-	root.SetVersionTemplate("mcprl {{.Version}}\n")
 	train, sft, modelCmd, tasks, eval, generate, chatCmd := newTrainCmd(), newSFTCmd(), newModelCmd(), newTasksCmd(), newEvalCmd(), newGenerateCmd(), newChatCmd()
-	root.AddCommand(newTokenizeCmd(), newTokenizerCmd(), newScoreCmd(), newSandboxCmd(), train, sft, modelCmd, tasks, eval, generate, chatCmd,
-		newEnvCmd(), newReportCmd())
+	root := command("mcprl", nil, newTokenizeCmd(), newTokenizerCmd(), newScoreCmd(), newSandboxCmd(), train, sft, modelCmd, tasks, eval,
+		generate, chatCmd, newEnvCmd(), newReportCmd())
+	root.SilenceUsage, root.SilenceErrors, root.Version = true, true, buildinfo.String()
+	root.SetVersionTemplate("mcprl {{.Version}}\n")
 	// The commands that run a model take --engine (model info, forward, generate, init, merge, export and import
 	// through model; tasks distill with an in-process teacher).
 	distill, _, _ := tasks.Find([]string{"distill"})
@@ -47,19 +40,39 @@ func newRootCmd() *cobra.Command {
 	return root
 }
 
-// helpFiles holds each command's long help as text, help/NAME.txt, where
-// NAME is the command's path below mcprl joined by "-" (help/mcprl.txt for
-// mcprl itself): documentation, read and reviewed as text.
+// helpFiles holds each command's help as text, help/NAME.txt, where NAME is
+// the command's path below mcprl joined by "-" (help/mcprl.txt for mcprl
+// itself): documentation, read and reviewed as text.
 //
 //go:embed help/*.txt
 var helpFiles embed.FS
 
-// help returns the long help of the command named name: help/NAME.txt
-// without its final newline.
-func help(name string) string {
+// command returns the command named name with its help from help/NAME.txt:
+// the file's first line is its usage (cobra's Use), the second its short
+// description and, after a blank line, the rest its long help. It runs run
+// and takes no positional arguments (callers set Args otherwise); with a nil
+// run it is a group of the subcommands subs.
+func command(name string, run func(*cobra.Command, []string) error, subs ...*cobra.Command) *cobra.Command {
 	b, err := helpFiles.ReadFile("help/" + name + ".txt")
 	if err != nil {
 		panic(err) // every file is embedded at build time; TestHelpFromFiles checks each command's
 	}
-	return strings.TrimSuffix(string(b), "\n")
+	use, rest, _ := strings.Cut(string(b), "\n")
+	short, long, _ := strings.Cut(rest, "\n\n")
+	cmd := &cobra.Command{Use: use, Short: short, Long: strings.TrimSuffix(long, "\n"), RunE: run}
+	if run != nil {
+		cmd.Args = cobra.NoArgs
+	}
+	cmd.AddCommand(subs...)
+	return cmd
+}
+
+// required marks the named flags of cmd required: cobra refuses to run it
+// without them and names those missing.
+func required(cmd *cobra.Command, names ...string) {
+	for _, n := range names {
+		if err := cmd.MarkFlagRequired(n); err != nil {
+			panic(err) // a flag that was never registered
+		}
+	}
 }

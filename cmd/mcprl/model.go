@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 
@@ -16,192 +15,145 @@ import (
 
 // newModelCmd groups policy-model commands.
 func newModelCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "model",
-		Short: "Policy model (Qwen2, Llama) commands: create random weights, import or export a GGUF file, inspect a checkpoint",
-		Long:  help("model"),
-	}
-	cmd.AddCommand(newModelInitCmd(), newModelInfoCmd(), newModelImportCmd(), newModelExportCmd(), newModelMergeCmd(), newModelForwardCmd(), newModelGenerateCmd())
-	return cmd
+	return command("model", nil, newModelInitCmd(), newModelInfoCmd(), newModelImportCmd(), newModelExportCmd(), newModelMergeCmd(), newModelForwardCmd(), newModelGenerateCmd())
 }
 
 func newModelInitCmd() *cobra.Command {
 	var cfgPath, out, tokDir, dtype string
 	var seed uint64
-	cmd := &cobra.Command{
-		Use:   "init (--config FILE | --tokenizer DIR) --out DIR [--seed S]",
-		Short: "Write a Qwen2 model with random weights (Hugging Face initialization) to a directory",
-		Long:  help("model-init"),
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			var cfg *model.Config
-			var err error
-			switch {
-			case cfgPath != "":
-				if cfg, err = model.LoadConfig(cfgPath); err != nil {
-					return err
-				}
-			case tokDir != "":
-				tok, err := tokenizer.Load(tokDir)
-				if err != nil {
-					return err
-				}
-				cfg = model.TinyConfigFor(tok)
-			default:
-				return fmt.Errorf("give --config FILE or --tokenizer DIR (for the tiny default sized to it)")
+	cmd := command("model-init", func(cmd *cobra.Command, _ []string) error {
+		var cfg *model.Config
+		var err error
+		switch {
+		case cfgPath != "":
+			if cfg, err = model.LoadConfig(cfgPath); err != nil {
+				return err
 			}
-			eng, err := openEngine(cmd, "", cmd.ErrOrStderr())
+		case tokDir != "":
+			tok, err := tokenizer.Load(tokDir)
 			if err != nil {
 				return err
 			}
-			m, err := model.New(eng.Backend, cfg, seed)
-			if err != nil {
-				return err
-			}
-			if err := m.Save(out, model.SaveOptions{DType: dtype, TokenizerDir: tokDir}); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: Qwen2, %d parameters (hidden %d, %d layers, vocab %d), seed %d\n",
-				out, cfg.NumParams(), cfg.HiddenSize, cfg.NumHiddenLayers, cfg.VocabSize, seed)
-			return nil
-		},
-	}
+			cfg = model.TinyConfigFor(tok)
+		default:
+			return fmt.Errorf("give --config FILE or --tokenizer DIR (for the tiny default sized to it)")
+		}
+		eng, err := openEngine(cmd, "", cmd.ErrOrStderr())
+		if err != nil {
+			return err
+		}
+		m, err := model.New(eng.Backend, cfg, seed)
+		if err != nil {
+			return err
+		}
+		if err := m.Save(out, model.SaveOptions{DType: dtype, TokenizerDir: tokDir}); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %s, seed %d\n", out, cfg.Summary(), seed)
+		return nil
+	})
 	cmd.Flags().StringVar(&cfgPath, "config", "", "Hugging Face config.json of the model to create (Qwen2)")
 	cmd.Flags().StringVar(&out, "out", "", "output directory (created)")
 	cmd.Flags().StringVar(&tokDir, "tokenizer", "", "tokenizer directory: copied into the output; sizes the tiny default when --config is not given")
 	cmd.Flags().Uint64Var(&seed, "seed", 0, "random seed of the initialization")
 	cmd.Flags().StringVar(&dtype, "dtype", "float32", "dtype of the saved weights: float32 or bfloat16")
-	_ = cmd.MarkFlagRequired("out")
+	required(cmd, "out")
 	return cmd
 }
 
 func newModelInfoCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "info DIR",
-		Short: "Load a Qwen2 or Llama model directory and print its shape and parameter count",
-		Long:  help("model-info"),
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			// The engine line is info's first line, on stdout with the summary.
-			eng, err := openEngine(cmd, "", cmd.OutOrStdout())
-			if err != nil {
-				return err
-			}
-			m, err := model.Load(eng.Backend, args[0])
-			if err != nil {
-				return err
-			}
-			c := &m.Config
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s, %d parameters; hidden %d, intermediate %d, %d layers, %d heads (%d KV), vocab %d, rope_theta %g, tied %v, eos %v\n",
-				args[0], c.ArchitectureName(), c.NumParams(), c.HiddenSize, c.IntermediateSize, c.NumHiddenLayers,
-				c.NumAttentionHeads, c.NumKeyValueHeads, c.VocabSize, c.RopeTheta, c.TieWordEmbeddings, c.EOSIDs())
-			return nil
-		},
-	}
+	cmd := command("model-info", func(cmd *cobra.Command, args []string) error {
+		// The engine line is info's first line, on stdout with the summary.
+		eng, err := openEngine(cmd, "", cmd.OutOrStdout())
+		if err != nil {
+			return err
+		}
+		m, err := model.Load(eng.Backend, args[0])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", args[0], m.Config.Summary())
+		return nil
+	})
+	cmd.Args = cobra.ExactArgs(1)
+	return cmd
 }
 
 func newModelImportCmd() *cobra.Command {
 	var from, out, template string
 	var addTokens []string
-	cmd := &cobra.Command{
-		Use:   "import --from FILE.gguf --out DIR",
-		Short: "Convert a GGUF checkpoint (Llama or Qwen2) into a Hugging Face model directory",
-		Long:  help("model-import"),
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if from == "" || out == "" {
-				return errors.New("--from and --out are required")
-			}
-			opts := convert.ImportOptions{AddTokens: addTokens}
-			if template != "" {
-				data, err := os.ReadFile(template)
-				if err != nil {
-					return fmt.Errorf("--chat-template: %w", err)
-				}
-				opts.ChatTemplate = string(data)
-			}
-			cfg, err := convert.ImportGGUF(from, out, opts)
+	cmd := command("model-import", func(cmd *cobra.Command, _ []string) error {
+		opts := convert.ImportOptions{AddTokens: addTokens}
+		if template != "" {
+			data, err := os.ReadFile(template)
 			if err != nil {
-				return err
+				return fmt.Errorf("--chat-template: %w", err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %s, %d parameters (hidden %d, %d layers, %d heads / %d KV, vocab %d, tied %v)\n",
-				out, cfg.ArchitectureName(), cfg.NumParams(), cfg.HiddenSize, cfg.NumHiddenLayers,
-				cfg.NumAttentionHeads, cfg.NumKeyValueHeads, cfg.VocabSize, cfg.TieWordEmbeddings)
-			return nil
-		},
-	}
+			opts.ChatTemplate = string(data)
+		}
+		cfg, err := convert.ImportGGUF(from, out, opts)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %s\n", out, cfg.Summary())
+		return nil
+	})
 	cmd.Flags().StringVar(&from, "from", "", "GGUF file to import")
 	cmd.Flags().StringVar(&out, "out", "", "output directory (created)")
 	cmd.Flags().StringVar(&template, "chat-template", "", "Jinja chat template file that replaces the GGUF's (e.g. one that renders tools)")
 	cmd.Flags().StringSliceVar(&addTokens, "add-tokens", nil, "tokens to add to the vocabulary (comma-separated), e.g. '<tool_call>,</tool_call>': their embedding rows start as the mean row")
+	required(cmd, "from", "out")
 	return cmd
 }
 
 func newModelExportCmd() *cobra.Command {
 	var format, out, dtype, name string
-	cmd := &cobra.Command{
-		Use:   "export --format gguf --out FILE [--dtype f32|f16|q8_0] DIR",
-		Short: "Write a Hugging Face model directory (Qwen2 or Llama) as a GGUF file for llama.cpp and Ollama",
-		Long:  help("model-export"),
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "gguf" {
-				return fmt.Errorf("--format %q: only gguf is supported", format)
-			}
-			counts, err := convert.ExportGGUF(args[0], out, convert.ExportOptions{DType: dtype, Name: name})
-			if err != nil {
-				return err
-			}
-			st, err := os.Stat(out)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %d bytes, tensors %v\n", out, st.Size(), counts)
-			return nil
-		},
-	}
+	cmd := command("model-export", func(cmd *cobra.Command, args []string) error {
+		if format != "gguf" {
+			return fmt.Errorf("--format %q: only gguf is supported", format)
+		}
+		counts, err := convert.ExportGGUF(args[0], out, convert.ExportOptions{DType: dtype, Name: name})
+		if err != nil {
+			return err
+		}
+		st, err := os.Stat(out)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %d bytes, tensors %v\n", out, st.Size(), counts)
+		return nil
+	})
+	cmd.Args = cobra.ExactArgs(1)
 	cmd.Flags().StringVar(&format, "format", "gguf", "output format (gguf)")
 	cmd.Flags().StringVar(&out, "out", "", "file to write")
 	cmd.Flags().StringVar(&dtype, "dtype", "f32", "type of the weight matrices: f32, f16 or q8_0")
 	cmd.Flags().StringVar(&name, "name", "", "general.name of the file (default: the directory's name)")
-	_ = cmd.MarkFlagRequired("out")
+	required(cmd, "out")
 	return cmd
 }
 
 func newModelMergeCmd() *cobra.Command {
 	var modelDir, adapter, out, dtype string
-	cmd := &cobra.Command{
-		Use:   "merge --model DIR [--adapter DIR] --out DIR",
-		Short: "Fold a LoRA adapter into its base weights and save a plain Hugging Face model",
-		Long:  help("model-merge"),
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if modelDir == "" || out == "" {
-				return errors.New("--model and --out are required")
-			}
-			m, err := loadModel(cmd, modelDir)
-			if err != nil {
-				return err
-			}
-			lc, err := m.MergeAdapter(adapter)
-			if err != nil {
-				return fmt.Errorf("%s: %w", modelDir, err)
-			}
-			if err := m.Save(out, model.SaveOptions{DType: dtype, TokenizerDir: modelDir}); err != nil {
-				return err
-			}
-			tokens := ""
-			if len(lc.TrainableTokenIndices) > 0 {
-				tokens = fmt.Sprintf(", the rows of tokens %v", lc.TrainableTokenIndices)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %s with the adapter (r %d, alpha %g, %v%s) merged\n", out, modelDir, lc.R, lc.Alpha, lc.TargetModules, tokens)
-			return nil
-		},
-	}
+	cmd := command("model-merge", func(cmd *cobra.Command, _ []string) error {
+		m, err := loadModel(cmd, modelDir)
+		if err != nil {
+			return err
+		}
+		lc, err := m.MergeAdapter(adapter)
+		if err != nil {
+			return fmt.Errorf("%s: %w", modelDir, err)
+		}
+		if err := m.Save(out, model.SaveOptions{DType: dtype, TokenizerDir: modelDir}); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %s with the adapter (%s) merged\n", out, modelDir, lc)
+		return nil
+	})
 	cmd.Flags().StringVar(&modelDir, "model", "", "model directory (with an adapter/ subdirectory, or give --adapter)")
 	cmd.Flags().StringVar(&adapter, "adapter", "", "peft LoRA adapter directory to merge")
 	cmd.Flags().StringVar(&out, "out", "", "output directory (created)")
 	cmd.Flags().StringVar(&dtype, "dtype", "float32", "dtype of the saved weights: float32 or bfloat16")
+	required(cmd, "model", "out")
 	return cmd
 }
 
@@ -209,34 +161,27 @@ func newModelMergeCmd() *cobra.Command {
 // can be compared with it on the same inputs.
 func newModelForwardCmd() *cobra.Command {
 	var dir, out string
-	cmd := &cobra.Command{
-		Use:   "forward --model DIR --out FILE",
-		Short: "Write the logits and per-token log-probs of a batch of token rows to a safetensors file",
-		Long:  help("model-forward"),
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			var in struct {
-				Tokens        [][]int32 `json:"tokens"`
-				AttentionMask [][]int32 `json:"attention_mask"`
-			}
-			if err := json.NewDecoder(cmd.InOrStdin()).Decode(&in); err != nil {
-				return fmt.Errorf("stdin: %w", err)
-			}
-			m, err := loadModel(cmd, dir)
-			if err != nil {
-				return err
-			}
-			logits, logprobs, err := m.Forward(in.Tokens, in.AttentionMask)
-			if err != nil {
-				return fmt.Errorf("stdin: %w", err)
-			}
-			return model.SaveTensors(out, map[string]*tensors.Tensor{"logits": logits, "token_logprobs": logprobs})
-		},
-	}
+	cmd := command("model-forward", func(cmd *cobra.Command, _ []string) error {
+		var in struct {
+			Tokens        [][]int32 `json:"tokens"`
+			AttentionMask [][]int32 `json:"attention_mask"`
+		}
+		if err := json.NewDecoder(cmd.InOrStdin()).Decode(&in); err != nil {
+			return fmt.Errorf("stdin: %w", err)
+		}
+		m, err := loadModel(cmd, dir)
+		if err != nil {
+			return err
+		}
+		logits, logprobs, err := m.Forward(in.Tokens, in.AttentionMask)
+		if err != nil {
+			return fmt.Errorf("stdin: %w", err)
+		}
+		return model.SaveTensors(out, map[string]*tensors.Tensor{"logits": logits, "token_logprobs": logprobs})
+	})
 	cmd.Flags().StringVar(&dir, "model", "", "Hugging Face Qwen2 model directory")
 	cmd.Flags().StringVar(&out, "out", "", "safetensors file to write")
-	_ = cmd.MarkFlagRequired("model")
-	_ = cmd.MarkFlagRequired("out")
+	required(cmd, "model", "out")
 	return cmd
 }
 
@@ -244,50 +189,44 @@ func newModelForwardCmd() *cobra.Command {
 func newModelGenerateCmd() *cobra.Command {
 	var dir string
 	var repeat int
-	cmd := &cobra.Command{
-		Use:   "generate --model DIR [--repeat N]",
-		Short: "Sample continuations of a batch of token prompts with the KV cache, as JSON (stdin -> stdout; mcprl generate takes text and tasks)",
-		Long:  help("model-generate"),
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			var in struct {
-				Prompts      [][]int `json:"prompts"`
-				MaxNewTokens int     `json:"max_new_tokens"`
-				Temperature  float64 `json:"temperature"`
-				TopP         float64 `json:"top_p"`
-				TopK         int     `json:"top_k"`
-				Stop         []int   `json:"stop"`
-				Seed         uint64  `json:"seed"`
-			}
-			if err := json.NewDecoder(cmd.InOrStdin()).Decode(&in); err != nil {
-				return fmt.Errorf("stdin: %w", err)
-			}
-			if len(in.Prompts) == 0 {
-				return fmt.Errorf("stdin: no prompts")
-			}
-			if repeat < 1 {
-				return fmt.Errorf("--repeat %d: want at least 1", repeat)
-			}
-			m, err := loadModel(cmd, dir)
-			if err != nil {
-				return err
-			}
-			comps, seconds, err := m.GenerateTimed(cmd.Context(), in.Prompts, model.SampleOptions{
-				Temperature: in.Temperature, TopP: in.TopP, TopK: in.TopK, MaxNewTokens: in.MaxNewTokens, Stop: in.Stop,
-			}, in.Seed, repeat)
-			if err != nil {
-				return err
-			}
-			out := make([][]int, len(comps))
-			for i, c := range comps {
-				out[i] = c.Tokens
-			}
-			return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"completions": out, "seconds": seconds})
-		},
-	}
+	cmd := command("model-generate", func(cmd *cobra.Command, _ []string) error {
+		var in struct {
+			Prompts      [][]int `json:"prompts"`
+			MaxNewTokens int     `json:"max_new_tokens"`
+			Temperature  float64 `json:"temperature"`
+			TopP         float64 `json:"top_p"`
+			TopK         int     `json:"top_k"`
+			Stop         []int   `json:"stop"`
+			Seed         uint64  `json:"seed"`
+		}
+		if err := json.NewDecoder(cmd.InOrStdin()).Decode(&in); err != nil {
+			return fmt.Errorf("stdin: %w", err)
+		}
+		if len(in.Prompts) == 0 {
+			return fmt.Errorf("stdin: no prompts")
+		}
+		if repeat < 1 {
+			return fmt.Errorf("--repeat %d: want at least 1", repeat)
+		}
+		m, err := loadModel(cmd, dir)
+		if err != nil {
+			return err
+		}
+		comps, seconds, err := m.GenerateTimed(cmd.Context(), in.Prompts, model.SampleOptions{
+			Temperature: in.Temperature, TopP: in.TopP, TopK: in.TopK, MaxNewTokens: in.MaxNewTokens, Stop: in.Stop,
+		}, in.Seed, repeat)
+		if err != nil {
+			return err
+		}
+		out := make([][]int, len(comps))
+		for i, c := range comps {
+			out[i] = c.Tokens
+		}
+		return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"completions": out, "seconds": seconds})
+	})
 	cmd.Flags().StringVar(&dir, "model", "", "Hugging Face Qwen2 model directory")
 	cmd.Flags().IntVar(&repeat, "repeat", 1, "run the whole generation this many times (for timing); the last run's tokens are written")
-	_ = cmd.MarkFlagRequired("model")
+	required(cmd, "model")
 	return cmd
 }
 

@@ -111,7 +111,7 @@ func BenchmarkScoreSeedInProcess(b *testing.B) {
 	_, corpus := benchCorpus(b, py, b.TempDir())
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := runScore(context.Background(), scoreOptions{ScoringConfig: reward.ScoringConfig{Rewards: "compute_mcp_reward", Workers: 1}, completions: corpus}, io.Discard, io.Discard); err != nil {
+		if err := (reward.ScoringConfig{Rewards: "compute_mcp_reward", Workers: 1}).ScoreFile(context.Background(), corpus, nil, io.Discard, io.Discard); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -43,10 +43,10 @@ func parseScores(t testing.TB, out []byte) []scoreLine {
 	return res
 }
 
-func runScoreCmd(t *testing.T, o scoreOptions) ([]scoreLine, string) {
+func runScoreCmd(t *testing.T, c reward.ScoringConfig, completions string) ([]scoreLine, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	if err := runScore(context.Background(), o, &out, &errOut); err != nil {
+	if err := c.ScoreFile(context.Background(), completions, nil, &out, &errOut); err != nil {
 		t.Fatalf("score: %v\n%s", err, errOut.String())
 	}
 	return parseScores(t, out.Bytes()), errOut.String()
@@ -61,9 +61,9 @@ func TestScoreMCPRewardCorpus(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	one, _ := runScoreCmd(t, scoreOptions{ScoringConfig: reward.ScoringConfig{Rewards: "compute_mcp_reward", Workers: 1}, completions: seedCorpus})
-	four, _ := runScoreCmd(t, scoreOptions{ScoringConfig: reward.ScoringConfig{Rewards: "compute_mcp_reward", Workers: 4}, completions: seedCorpus})
-	alias, _ := runScoreCmd(t, scoreOptions{ScoringConfig: reward.ScoringConfig{Rewards: "seed", Workers: 2}, completions: seedCorpus})
+	one, _ := runScoreCmd(t, reward.ScoringConfig{Rewards: "compute_mcp_reward", Workers: 1}, seedCorpus)
+	four, _ := runScoreCmd(t, reward.ScoringConfig{Rewards: "compute_mcp_reward", Workers: 4}, seedCorpus)
+	alias, _ := runScoreCmd(t, reward.ScoringConfig{Rewards: "seed", Workers: 2}, seedCorpus)
 	if len(one) != len(lines) || len(four) != len(lines) || len(alias) != len(lines) {
 		t.Fatalf("%d lines in, %d, %d and %d out", len(lines), len(one), len(four), len(alias))
 	}
@@ -97,7 +97,7 @@ func TestScoreBadLines(t *testing.T) {
 	if err := os.WriteFile(in, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, stderr := runScoreCmd(t, scoreOptions{ScoringConfig: reward.ScoringConfig{Rewards: "compute_mcp_reward"}, completions: in})
+	got, stderr := runScoreCmd(t, reward.ScoringConfig{Rewards: "compute_mcp_reward"}, in)
 	if len(got) != 5 {
 		t.Fatalf("want 5 output lines (blank line skipped), got %+v", got)
 	}
@@ -149,8 +149,8 @@ func TestScoreLive(t *testing.T) {
 			if backend == "postgres" {
 				dsn = pgtest.DSN(t)
 			}
-			got, _ := runScoreCmd(t, scoreOptions{ScoringConfig: reward.ScoringConfig{Rewards: "assertions,verifiable:1",
-				TasksPath: "../../examples/customers/tasks.jsonl", FixturesDir: "../../examples/fixtures", DSN: dsn, Workers: 3}, completions: in})
+			got, _ := runScoreCmd(t, reward.ScoringConfig{Rewards: "assertions,verifiable:1",
+				TasksPath: "../../examples/customers/tasks.jsonl", FixturesDir: "../../examples/fixtures", DSN: dsn, Workers: 3}, in)
 			want := []any{2.0, 0.0, 2.0 - 1.5, "unknown task_id", 2.0}
 			// assertions (weight 1) + verifiable (weight 1): the honest one is 1 + 1;
 			// the hallucinated tool keeps its assertions (1) and verifiable's veto (-0.5).
@@ -186,11 +186,11 @@ func TestScoreMCPRewardConfig(t *testing.T) {
 	}
 	os.WriteFile(in, []byte(b.String()), 0o644)
 	os.WriteFile(cfg, []byte(`{"default": {"catalog": ["lookup", "query_database"]}, "tasks": {"orders": {"query_tool": "lookup", "keyword": "orders"}}}`), 0o644)
-	got, _ := runScoreCmd(t, scoreOptions{ScoringConfig: reward.ScoringConfig{Rewards: "compute_mcp_reward", MCPRewardConfig: cfg}, completions: in})
+	got, _ := runScoreCmd(t, reward.ScoringConfig{Rewards: "compute_mcp_reward", MCPRewardConfig: cfg}, in)
 	if *got[0].Reward != 1.0 || *got[1].Reward != 0.6 {
 		t.Errorf("per-task compute_mcp_reward config: %v %v", *got[0].Reward, *got[1].Reward)
 	}
-	got, _ = runScoreCmd(t, scoreOptions{ScoringConfig: reward.ScoringConfig{Rewards: "compute_mcp_reward"}, completions: in})
+	got, _ = runScoreCmd(t, reward.ScoringConfig{Rewards: "compute_mcp_reward"}, in)
 	if *got[0].Reward != -0.5 {
 		t.Errorf("default catalog: %v", *got[0].Reward)
 	}

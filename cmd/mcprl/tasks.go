@@ -12,18 +12,10 @@ import (
 	"github.com/mcprl/mcprl/sampling"
 	"github.com/mcprl/mcprl/task"
 	"github.com/mcprl/mcprl/taskgen"
-	"github.com/mcprl/mcprl/train"
 )
 
 func newTasksCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "tasks",
-		Short: "Work with task files (generate training tasks from a fixture, distill golden trajectories from a teacher)",
-		Long:  help("tasks"),
-		Args:  cobra.NoArgs,
-	}
-	cmd.AddCommand(newTasksGenerateCmd(), newTasksDistillCmd())
-	return cmd
+	return command("tasks", nil, newTasksGenerateCmd(), newTasksDistillCmd())
 }
 
 func newTasksGenerateCmd() *cobra.Command {
@@ -33,33 +25,24 @@ func newTasksGenerateCmd() *cobra.Command {
 		seed                            uint64
 		inspectShare                    float64
 	)
-	cmd := &cobra.Command{
-		Use:   "generate --fixture DIR --out FILE [--n N] [--seed S] [--dsn DSN]",
-		Short: "Generate training tasks with assertions (and golden trajectories for the ordinary ones) from a fixture's live database",
-		Long:  help("tasks-generate"),
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if fixture == "" || out == "" {
-				return fmt.Errorf("--fixture and --out are required")
-			}
-			fx, err := task.LoadFixture(fixture)
-			if err != nil {
-				return err
-			}
-			tasks, err := taskgen.Generate(cmd.Context(), fx, taskgen.Options{N: n, Seed: seed, DSN: dsn, InspectShare: &inspectShare, SystemPrompt: systemPrompt})
-			if err != nil {
-				return err
-			}
-			if err := task.WriteFile(out, tasks); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d tasks for fixture %s to %s:%s (--inspect-share %g)\n", len(tasks), fx.Name, out, taskgen.Count(tasks), inspectShare)
-			if len(tasks) < n {
-				fmt.Fprintf(cmd.ErrOrStderr(), "note: the fixture offers only %d distinct questions (asked for %d)\n", len(tasks), n)
-			}
-			return nil
-		},
-	}
+	cmd := command("tasks-generate", func(cmd *cobra.Command, _ []string) error {
+		fx, err := task.LoadFixture(fixture)
+		if err != nil {
+			return err
+		}
+		tasks, err := taskgen.Generate(cmd.Context(), fx, taskgen.Options{N: n, Seed: seed, DSN: dsn, InspectShare: &inspectShare, SystemPrompt: systemPrompt})
+		if err != nil {
+			return err
+		}
+		if err := task.WriteFile(out, tasks); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d tasks for fixture %s to %s:%s (--inspect-share %g)\n", len(tasks), fx.Name, out, taskgen.Count(tasks), inspectShare)
+		if len(tasks) < n {
+			fmt.Fprintf(cmd.ErrOrStderr(), "note: the fixture offers only %d distinct questions (asked for %d)\n", len(tasks), n)
+		}
+		return nil
+	})
 	cmd.Flags().Float64Var(&inspectShare, "inspect-share", taskgen.DefaultInspectShare, "share of the ordinary tasks whose golden looks (distinct values of the filtered column, or a few rows) before it queries")
 	cmd.Flags().StringVar(&fixture, "fixture", "", "fixture directory (schema.sql, data.sql, sandbox.yaml), e.g. examples/fixtures/customers")
 	cmd.Flags().StringVar(&out, "out", "", "JSONL file to write the tasks to")
@@ -67,73 +50,61 @@ func newTasksGenerateCmd() *cobra.Command {
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "random seed: the same seed gives the same tasks")
 	cmd.Flags().StringVar(&systemPrompt, "system-prompt", "", "system prompt of every task (default none: the chat template renders the sandbox's tools/list)")
 	cmd.Flags().StringVar(&dsn, "dsn", "", "PostgreSQL DSN to build the fixture in (default: embedded SQLite)")
+	required(cmd, "fixture", "out")
 	return cmd
 }
 
 func newTasksDistillCmd() *cobra.Command {
 	var (
-		served                             openai.Served
-		modelDir, tasksPath, fixtures, out string
-		dsn                                string
-		k, perTask, b                      int
-		skipBad                            bool
-		sf                                 *samplingFlags
+		flags         runFlags
+		served        openai.Served
+		out           string
+		k, perTask, b int
+		sf            *samplingFlags
 	)
-	cmd := &cobra.Command{
-		Use:   "distill (--policy URL --served-model NAME | --model DIR) --tasks FILE --fixtures DIR --out FILE [--k K]",
-		Short: "Rejection sampling: sample a teacher's trajectories, keep those whose assertions hold live, write them as golden trajectories for mcprl sft",
-		Long:  help("tasks-distill"),
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			stderr := cmd.ErrOrStderr()
-			if out == "" || tasksPath == "" || fixtures == "" {
-				return errors.New("--tasks, --fixtures and --out are required")
-			}
-			if served.Given() == (modelDir != "") {
-				return errors.New("give the teacher: --policy URL --served-model NAME, or --model DIR")
-			}
-			if k < 1 {
-				return fmt.Errorf("--k %d: need at least 1", k)
-			}
-			from, err := sf.resolve(nil, modelDir)
-			if err != nil {
-				return err
-			}
-			ecfg := eval.ConfigOf(&sf.Settings, sf.seed)
-			ecfg.Samples, ecfg.K, ecfg.BatchSize = k, 1, b
-			ws, err := loadFor(cmd, &served, train.Inputs{Model: modelDir, Tasks: tasksPath, Fixtures: fixtures, DSN: dsn}, false, skipBad)
-			if err != nil {
-				return err
-			}
-			defer ws.Close()
-			ev, err := eval.Open(ctx, &served, ws, ecfg, stderr)
-			if err != nil {
-				return err
-			}
-			sf.print(stderr, "distill", from)
-			kept, st, err := distill.Run(ctx, ev, ws.Tasks, distill.Options{PerTask: perTask})
-			if err != nil {
-				return err
-			}
-			if err := task.WriteFile(out, kept); err != nil {
-				return err
-			}
-			fmt.Fprintf(stderr, "distill: %s\ndistill: wrote %d golden trajectories to %s\n", st, len(kept), out)
-			return nil
-		},
-	}
+	cmd := command("tasks-distill", func(cmd *cobra.Command, _ []string) error {
+		ctx := cmd.Context()
+		stderr := cmd.ErrOrStderr()
+		if served.Given() == (flags.over.Model != "") {
+			return errors.New("give the teacher: --policy URL --served-model NAME, or --model DIR")
+		}
+		if k < 1 {
+			return fmt.Errorf("--k %d: need at least 1", k)
+		}
+		from, err := sf.resolve(nil, flags.over.Model)
+		if err != nil {
+			return err
+		}
+		ecfg := eval.ConfigOf(&sf.Settings, sf.seed)
+		ecfg.Samples, ecfg.K, ecfg.BatchSize = k, 1, b
+		ws, err := loadFor(cmd, &served, flags.over.Inputs, false, flags.skipBadTasks)
+		if err != nil {
+			return err
+		}
+		defer ws.Close()
+		ev, err := eval.Open(ctx, &served, ws, ecfg, stderr)
+		if err != nil {
+			return err
+		}
+		sf.print(stderr, "distill", from)
+		kept, st, err := distill.Run(ctx, ev, ws.Tasks, distill.Options{PerTask: perTask})
+		if err != nil {
+			return err
+		}
+		if err := task.WriteFile(out, kept); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "distill: %s\ndistill: wrote %d golden trajectories to %s\n", st, len(kept), out)
+		return nil
+	})
 	fl := cmd.Flags()
 	registerServed(fl, &served)
-	fl.StringVar(&modelDir, "model", "", "an in-process teacher: HF-format model directory")
-	fl.StringVar(&tasksPath, "tasks", "", "tasks JSONL file (their ground_truth_assertions decide what is kept)")
-	fl.StringVar(&fixtures, "fixtures", "", "directory of fixtures, each named by a task's \"fixture\"")
+	flags.registerInputs(fl, "an in-process teacher: HF-format model directory (the tasks' ground_truth_assertions decide what is kept)")
 	fl.StringVar(&out, "out", "", "write the tasks with their distilled golden trajectories here (JSONL)")
-	fl.StringVar(&dsn, "dsn", "", "PostgreSQL DSN for the sandboxes' databases (default: embedded SQLite)")
 	fl.IntVar(&k, "k", 4, "trajectories sampled per task")
 	fl.IntVar(&perTask, "per-task", 1, "distinct golden trajectories kept per task at most")
 	sf = registerSampling(fl, sampling.Settings{Temperature: 0.7, TopP: 1, MaxCompletionLength: 1024}, 42, true)
 	fl.IntVar(&b, "batch-size", 32, "trajectories sampled together (whole tasks)")
-	fl.BoolVar(&skipBad, "skip-bad-tasks", false, "skip bad lines of the tasks file (listed and counted) instead of failing")
+	required(cmd, "tasks", "fixtures", "out")
 	return cmd
 }

@@ -129,7 +129,7 @@ max_completion_length: 1024
 	}
 	merged := filepath.Join(dir, "merged")
 	if out, err := runMcprl(t, "", "model", "merge", "--model", filepath.Join(dir, "tokens", "final"), "--out", merged); err != nil ||
-		!strings.Contains(out, fmt.Sprintf("the rows of tokens [%d %d]", call, call+1)) {
+		!strings.Contains(out, fmt.Sprintf("trainable tokens [%d %d]) merged", call, call+1)) {
 		t.Fatalf("merge: %v\n%s", err, out)
 	}
 	if got := meanLogProb(merged); got-trained > 1e-3 || trained-got > 1e-3 {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os/signal"
 	"syscall"
@@ -13,15 +14,46 @@ import (
 	"github.com/mcprl/mcprl/sandbox"
 )
 
-func newEnvCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "env",
-		Short: "Serve the live sandboxes as an environment for other trainers (TRL, verl, OpenEnv)",
-		Long:  help("env"),
-		Args:  cobra.NoArgs,
-	}
-	cmd.AddCommand(newEnvServeCmd())
+func newSandboxCmd() *cobra.Command {
+	return command("sandbox", nil, newSandboxServeCmd())
+}
+
+func newSandboxServeCmd() *cobra.Command {
+	var (
+		c        sandbox.ServeConfig
+		tokenEnv string
+		stdio    bool
+	)
+	cmd := command("sandbox-serve", func(cmd *cobra.Command, _ []string) error {
+		if stdio == (c.HTTP != "") {
+			return errors.New("give exactly one of --stdio or --http ADDR")
+		}
+		if stdio && tokenEnv != "" {
+			return errors.New("--token-env guards --http only")
+		}
+		var err error
+		if c.Token, err = httpguard.TokenFromEnv(tokenEnv); err != nil {
+			return err
+		}
+		c.Log = cmd.ErrOrStderr()
+		return sandbox.ServeFixture(cmd.Context(), c)
+	})
+	fl := cmd.Flags()
+	fl.StringVar(&c.Fixture, "fixture", "", "fixture directory (schema.sql, data.sql, workspace/, sandbox.yaml), e.g. examples/fixtures/customers")
+	fl.BoolVar(&stdio, "stdio", false, "serve one MCP client on stdin/stdout")
+	fl.StringVar(&c.HTTP, "http", "", "serve MCP streamable HTTP on [HOST:]PORT (no host: 127.0.0.1)")
+	fl.StringVar(&c.DSN, "dsn", "", `PostgreSQL DSN (postgres://user:pass@host/db); empty uses embedded SQLite`)
+	fl.DurationVar(&c.CallTimeout, "call-timeout", sandbox.DefaultCallTimeout, "longest time one tool call may take")
+	fl.StringVar(&tokenEnv, "token-env", "", "with --http: require the bearer token held by this environment variable")
+	fl.DurationVar(&c.SessionTimeout, "session-timeout", sandbox.DefaultSessionTimeout, "with --http: close a session (and drop its database fork) after this long without a request")
+	fl.IntVar(&c.MaxSessions, "max-sessions", sandbox.DefaultMaxSessions, "with --http: most MCP sessions open at once")
+	fl.BoolVarP(&c.Verbose, "verbose", "v", false, "log MCP SDK diagnostics to stderr")
+	required(cmd, "fixture")
 	return cmd
+}
+
+func newEnvCmd() *cobra.Command {
+	return command("env", nil, newEnvServeCmd())
 }
 
 func newEnvServeCmd() *cobra.Command {
@@ -29,22 +61,16 @@ func newEnvServeCmd() *cobra.Command {
 		c        envserver.ServeConfig
 		tokenEnv string
 	)
-	cmd := &cobra.Command{
-		Use:   "serve --fixtures DIR --tasks FILE [--dsn DSN] [--rewards NAMES] [--listen ADDR]",
-		Short: "Serve sandboxes over OpenEnv's protocol: a fork per episode, tool calls, rewards",
-		Long:  help("env-serve"),
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			var err error
-			if c.Token, err = httpguard.TokenFromEnv(tokenEnv); err != nil {
-				return err
-			}
-			c.Log = cmd.ErrOrStderr()
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
-			defer stop()
-			return envserver.ListenAndServe(ctx, c)
-		},
-	}
+	cmd := command("env-serve", func(cmd *cobra.Command, _ []string) error {
+		var err error
+		if c.Token, err = httpguard.TokenFromEnv(tokenEnv); err != nil {
+			return err
+		}
+		c.Log = cmd.ErrOrStderr()
+		ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
+		defer stop()
+		return envserver.ListenAndServe(ctx, c)
+	})
 	f := cmd.Flags()
 	f.StringVar(&c.FixturesDir, "fixtures", "", "directory of fixture directories (schema.sql, data.sql, workspace/, sandbox.yaml), e.g. examples/fixtures")
 	f.StringVar(&c.TasksPath, "tasks", "", "tasks JSONL a reset may name by id (a reset may also give the task inline)")
@@ -61,6 +87,6 @@ func newEnvServeCmd() *cobra.Command {
 	f.DurationVar(&c.FinishTimeout, "finish-timeout", envserver.DefaultFinishTimeout, "longest time a finish (its replayed calls and scoring) may take")
 	f.IntVar(&c.MaxConnections, "max-connections", 0, "most HTTP connections open at once, WebSockets included (0: --max-sessions + 256); more wait to be accepted")
 	f.BoolVarP(&c.Verbose, "verbose", "v", false, "log sessions freed and other diagnostics to stderr")
-	_ = cmd.MarkFlagRequired("fixtures")
+	required(cmd, "fixtures")
 	return cmd
 }
