@@ -707,10 +707,19 @@ func (g *gen) joinCands(fk ForeignKey, add func(*cand)) {
 				"List the ids of the {cn} of the {p1} whose {label} is '{x}'.",
 				"Which {cn} belong to {p1} '{x}'? Give their ids.",
 			}, lw)
+			find := &lookup{
+				say: "First I find the " + colWords(fk.RefColumn) + " of the " + p1 + " '" + x + "'.",
+				sql: "SELECT " + ident(fk.RefColumn) + " FROM " + ident(parent.Name) + " WHERE " + ident(lab.Name) + " = " + literal(x),
+			}
+			byKey := ident(child.Name) + " WHERE " + ident(fk.Column) + " = "
 			add(&cand{cat: "join", shape: rowList,
 				texts: listTexts, oracle: listSQL,
 				steps:  []step{{"", listSQL + " ORDER BY " + ck}},
 				answer: g.listAnswer("{k} "+cn+" belong to "+x+": ids {ids}.", "The "+cn+" of "+x+" are ids {ids}."),
+				lookup: find.then(func(key string) string {
+					k := ident(child.Key.Name)
+					return "SELECT " + k + " FROM " + byKey + key + " ORDER BY " + k
+				}),
 			})
 			add(&cand{cat: "empty", shape: rowList, empty: true,
 				texts: listTexts, oracle: listSQL,
@@ -725,6 +734,7 @@ func (g *gen) joinCands(fk ForeignKey, add func(*cand)) {
 				}, lw),
 				oracle: countSQL, steps: []step{{"", countSQL}},
 				answer: g.oneAnswer(x+" has {v} "+cn+".", "There are {v} "+cn+" for "+x+"."),
+				lookup: find.then(func(key string) string { return "SELECT COUNT(*) FROM " + byKey + key }),
 			})
 		}
 	}

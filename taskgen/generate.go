@@ -78,6 +78,13 @@ type Options struct {
 	// is fixed by the question, not by the draw of other tasks. Goldens
 	// never follow a failed, empty or wrong result: SFT sees no recovery.
 	InspectShare *float64
+	// LookupShare is the share of the questions about one named row of a
+	// parent table ("How many orders does the customer 'James Gosling' have?")
+	// whose golden first finds that row's key and then queries the child
+	// table by the key it read in the first result: a second call that
+	// needs what the first returned, which no other golden does. 0 (the
+	// default) answers them with one join.
+	LookupShare float64
 	// SystemPrompt is every task's system prompt ("": none, the chat
 	// template renders the sandbox's tools/list).
 	SystemPrompt string
@@ -102,6 +109,9 @@ func Generate(ctx context.Context, fx *task.Fixture, opts Options) ([]task.Task,
 	}
 	if sh := *opts.InspectShare; sh < 0 || sh > 1 || sh != sh {
 		return nil, fmt.Errorf("taskgen: the share of two-step goldens must be in [0, 1], not %g", sh)
+	}
+	if sh := opts.LookupShare; sh < 0 || sh > 1 || sh != sh {
+		return nil, fmt.Errorf("taskgen: the share of lookup goldens must be in [0, 1], not %g", sh)
 	}
 	if !slices.Contains(fx.Config.Tools, task.ToolQueryDatabase) {
 		return nil, fmt.Errorf("taskgen: fixture %s does not enable %s (sandbox.yaml tools), which every generated task calls", fx.Name, task.ToolQueryDatabase)
@@ -176,6 +186,7 @@ type cand struct {
 	empty   bool // the oracle must return no rows (rowList) or 0 (oneCell)
 	steps   []step
 	answer  func(res *sqldb.Result) string // the final answer, from the oracle's result (one cell) or the golden's last observation (rows)
+	lookup  *lookup                        // the two steps that replace steps for Options.LookupShare of the questions that have one
 
 	// An edge case has no steps: the natural first query (trapSQL) must
 	// fail as trapWant says, while the oracle gives the answer.
@@ -309,8 +320,11 @@ func (g *gen) realize(c *cand) (bool, error) {
 	}
 	var msgs []chat.Message
 	var last *sqldb.Result
-	steps := c.steps
-	if look, ok := g.look(c); ok {
+	steps, found := c.steps, false
+	if c.lookup != nil && g.share(g.opts.LookupShare, "lookup", c.oracle) {
+		steps, found = g.lookupSteps(c.lookup, steps)
+	}
+	if look, ok := g.look(c); ok && !found {
 		// The look is kept only where it shows rows, whole: a golden never
 		// reads an empty or failed result, and a look that cannot be
 		// shown does not change which questions are asked.

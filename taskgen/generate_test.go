@@ -156,10 +156,12 @@ func checkTasks(t *testing.T, fx *task.Fixture, tasks []task.Task, traps map[str
 			t.Errorf("%s: %d calls replayed, %d observations recorded", tk.ID, len(calls), len(recorded))
 		}
 		if len(calls) == 2 {
-			// A two-step golden looks first, and what it looks at has rows:
-			// the golden never follows an empty or failed result.
+			// A two-step golden looks first (or, with Options.LookupShare,
+			// finds a key: "SELECT id FROM ... WHERE"), and what it looks at
+			// has rows: the golden never follows an empty or failed result.
 			look := string(calls[0].Call.Arguments)
-			if !strings.Contains(look, "SELECT DISTINCT") && !strings.Contains(look, "LIMIT 3") {
+			lookup := regexp.MustCompile(`^\{"sql":"SELECT \w+ FROM \w+ WHERE \w+ = `).MatchString(look)
+			if !strings.Contains(look, "SELECT DISTINCT") && !strings.Contains(look, "LIMIT 3") && !lookup {
 				t.Errorf("%s: a two-step golden whose first call is no look: %s", tk.ID, look)
 			}
 			if cellOf(calls[0].Text) == "" && strings.Contains(calls[0].Text, "(0 rows)") {
@@ -579,6 +581,66 @@ func TestGenerateInspectShare(t *testing.T) {
 	bad := 1.5
 	if _, err := taskgen.Generate(context.Background(), fx, taskgen.Options{N: 5, InspectShare: &bad}); err == nil {
 		t.Error("share 1.5 accepted")
+	}
+}
+
+// TestGenerateLookupShare: with Options.LookupShare 1 every question about
+// one named parent row that has a lookup gets the two-step golden, whose
+// second query uses the key the first returned live (its observation), and
+// which replays and scores as every golden does; share 0 leaves the tasks
+// byte for byte as without the option; no share changes which questions are
+// drawn, and a share outside [0, 1] is refused.
+func TestGenerateLookupShare(t *testing.T) {
+	for _, name := range []string{"customers", "library"} {
+		t.Run(name, func(t *testing.T) {
+			fx := loadFixture(t, name)
+			zero := 0.0
+			plain := generate(t, fx, taskgen.Options{N: 150, Seed: 3, InspectShare: &zero})
+			none := generate(t, fx, taskgen.Options{N: 150, Seed: 3, InspectShare: &zero, LookupShare: 0})
+			all, traps := generateTraps(t, fx, taskgen.Options{N: 150, Seed: 3, InspectShare: &zero, LookupShare: 1})
+			if !bytes.Equal(encode(t, plain), encode(t, none)) {
+				t.Error("LookupShare 0 changed the tasks")
+			}
+			lookups := 0
+			for i, tk := range all {
+				if tk.Task != plain[i].Task {
+					t.Fatalf("task %d: %q with lookups, %q without: the share changed the questions", i, tk.Task, plain[i].Task)
+				}
+				var calls []string
+				var observed []string
+				for _, m := range tk.Golden {
+					for _, c := range m.ToolCalls {
+						var args struct{ SQL string }
+						if err := json.Unmarshal(c.Arguments, &args); err != nil {
+							t.Fatal(err)
+						}
+						calls = append(calls, args.SQL)
+					}
+					if m.Role == "tool" {
+						observed = append(observed, m.Content)
+					}
+				}
+				if len(calls) != 2 {
+					continue
+				}
+				lookups++
+				// The key is the first result's one value, the line under its header, which the second query
+				// compares with.
+				key := cellOf(observed[0])
+				if key == "" || tk.Category != "join" || !strings.Contains(calls[1], "= "+key) && !strings.Contains(calls[1], "= '"+key+"'") || strings.Contains(calls[1], "JOIN") {
+					t.Errorf("%s (%s): first %q returned %q, then %q", tk.ID, tk.Category, calls[0], observed[0], calls[1])
+				}
+			}
+			t.Logf("%s: %d of %d tasks look a key up first", name, lookups, len(all))
+			if lookups == 0 {
+				t.Fatal("no lookup golden")
+			}
+			checkTasks(t, fx, all, traps, "")
+		})
+	}
+	bad := -0.5
+	if _, err := taskgen.Generate(context.Background(), loadFixture(t, "customers"), taskgen.Options{N: 5, LookupShare: bad}); err == nil {
+		t.Error("share -0.5 accepted")
 	}
 }
 
