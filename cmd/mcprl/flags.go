@@ -39,9 +39,9 @@ func (f *runFlags) register(cmd *cobra.Command) {
 // --skip-bad-tasks.
 func (f *runFlags) registerInputs(fl *pflag.FlagSet, modelUsage string) {
 	fl.StringVar(&f.over.Model, "model", "", modelUsage)
-	fl.StringVar(&f.over.Tasks, "tasks", "", "tasks JSONL file (overrides a config's tasks)")
-	fl.StringVar(&f.over.Fixtures, "fixtures", "", "directory of fixtures, each named by a task's \"fixture\" (overrides a config's fixtures)")
-	fl.StringVar(&f.over.DSN, "dsn", "", "PostgreSQL DSN for the sandboxes' databases (default: a config's dsn, else embedded SQLite)")
+	fl.StringVar(&f.over.Tasks, "tasks", "", "tasks JSONL file (with --config: instead of the config's tasks)")
+	fl.StringVar(&f.over.Fixtures, "fixtures", "", "directory of fixtures, each named by a task's \"fixture\" (with --config: instead of the config's fixtures)")
+	fl.StringVar(&f.over.DSN, "dsn", "", "PostgreSQL DSN for the sandboxes' databases (default: the config's dsn with --config, else embedded SQLite)")
 	fl.BoolVar(&f.skipBadTasks, "skip-bad-tasks", false, "skip bad lines of the tasks file (listed and counted; train and sft also write them to skipped_tasks.txt in the output dir) instead of failing")
 }
 
