@@ -2,32 +2,15 @@ package taskgen
 
 import (
 	"hash/fnv"
-	"regexp"
 	"strconv"
-	"strings"
+
+	"github.com/mcprl/mcprl/look"
 )
 
 // This file is the look before the query: where a careful engineer would
 // check first (the values a column really takes, the columns a table
 // has), a two-step golden does, then queries. It is a happy path with a
 // second step, never a recovery: the look always shows rows.
-
-// fromTable finds a generated query's first table (our own SQL: FROM
-// followed by an identifier, quoted or not).
-var fromTable = regexp.MustCompile(`(?i)\bFROM\s+("(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_]*)`)
-
-// filterColumn finds the column a generated query's WHERE compares first.
-var filterColumn = regexp.MustCompile(`(?i)\bWHERE\s+(?:LOWER\(TRIM\()?(?:([A-Za-z_][A-Za-z0-9_]*)\.)?("(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_]*)\)*\s*(?:=|<>|IS\b)`)
-
-// aliased finds the table a generated query names with an alias: "TABLE AS
-// alias".
-func aliased(sql, alias string) string {
-	re := regexp.MustCompile(`(?i)("(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_]*)\s+AS\s+` + regexp.QuoteMeta(alias) + `\b`)
-	if m := re.FindStringSubmatch(sql); m != nil {
-		return m[1]
-	}
-	return ""
-}
 
 // look returns the inspection step c's golden starts with, when c is one
 // of the Options.InspectShare tasks that get one (chosen by a hash of its
@@ -37,28 +20,11 @@ func (g *gen) look(c *cand) (step, bool) {
 	if IsEdgeCase(c.cat) || c.cat == "lint" || len(c.steps) == 0 || !g.inspects(c.oracle) {
 		return step{}, false
 	}
-	sql := c.steps[0].sql
-	m := fromTable.FindStringSubmatch(sql)
-	if m == nil {
+	say, sql, ok := look.Before(c.steps[0].sql)
+	if !ok {
 		return step{}, false
 	}
-	tab := m[1]
-	if f := filterColumn.FindStringSubmatch(sql); f != nil && !strings.EqualFold(f[2], "NULL") {
-		col := f[2]
-		if f[1] != "" {
-			if tab = aliased(sql, f[1]); tab == "" {
-				return step{}, false
-			}
-		}
-		return step{
-			say: "First I look at the values " + unquote(col) + " takes in " + unquote(tab) + ".",
-			sql: "SELECT DISTINCT " + col + " FROM " + tab + " ORDER BY " + col,
-		}, true
-	}
-	return step{
-		say: "First I look at a few rows of " + unquote(tab) + " to see its columns.",
-		sql: "SELECT * FROM " + tab + " LIMIT 3",
-	}, true
+	return step{say: say, sql: sql}, true
 }
 
 // inspects reports whether the task with this oracle gets a two-step
@@ -104,11 +70,4 @@ func (g *gen) lookupSteps(l *lookup, steps []step) ([]step, bool) {
 		return steps, false
 	}
 	return []step{{l.say, l.sql}, {"", l.next(literal(res.Rows[0][0]))}}, true
-}
-
-func unquote(ident string) string {
-	if strings.HasPrefix(ident, `"`) {
-		return strings.ReplaceAll(strings.Trim(ident, `"`), `""`, `"`)
-	}
-	return ident
 }
