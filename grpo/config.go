@@ -163,6 +163,12 @@ type Config struct {
 	// branch advantage, with the policy's own log-probabilities after the setback as their old ones,
 	// so a retry that beats its free siblings makes the policy likelier to start one by itself.
 	RecoveryForcedOpenerLoss bool `yaml:"recovery_forced_opener_loss"`
+	// RecoveryForcedLook makes a forced continuation begin with a whole call where the setback was a
+	// query it can read: the look a careful engineer takes next (the tables where one was missing, a
+	// few rows of the failed query's table, the values of the column an empty query filtered on); the
+	// tool runs and the policy writes what follows. With RecoveryForcedOpenerLoss the look's tokens
+	// are trained as the opener's are.
+	RecoveryForcedLook bool `yaml:"recovery_forced_look"`
 
 	// Ignored lists the TRL keys found in the file that change nothing in mcprl (logging destinations,
 	// PyTorch precision and memory switches), as "key (line N)"; the CLI should mention them.
@@ -422,6 +428,9 @@ func (c *Config) Validate() error {
 		}
 		if c.RecoveryForcedOpenerLoss && forcedContinuations(c.RecoveryForcedCallRatio, c.RecoveryGenerations) == 0 {
 			bad("recovery_forced_opener_loss", "recovery_forced_opener_loss needs forced continuations: recovery_forced_call_ratio x recovery_generations rounds to 0")
+		}
+		if c.RecoveryForcedLook && forcedContinuations(c.RecoveryForcedCallRatio, c.RecoveryGenerations) == 0 {
+			bad("recovery_forced_look", "recovery_forced_look needs forced continuations: recovery_forced_call_ratio x recovery_generations rounds to 0")
 		}
 		if len(c.RecoveryTriggers) == 0 {
 			bad("recovery_triggers", "recovery_triggers must name at least one of %v", rollout.AllTriggers)

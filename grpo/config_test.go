@@ -171,6 +171,7 @@ func TestConfigValidation(t *testing.T) {
 		{"recovery_branching: true\nrecovery_forced_call_ratio: 1.5\n", "v.yaml:2: recovery_forced_call_ratio must be in [0, 1], got 1.5"},
 		{"recovery_branching: true\nrecovery_forced_call_ratio: .nan\n", "recovery_forced_call_ratio must be in [0, 1], got NaN"},
 		{"recovery_branching: true\nrecovery_forced_opener_loss: true\n", "v.yaml:2: recovery_forced_opener_loss needs forced continuations: recovery_forced_call_ratio x recovery_generations rounds to 0"},
+		{"recovery_branching: true\nrecovery_forced_look: true\n", "v.yaml:2: recovery_forced_look needs forced continuations: recovery_forced_call_ratio x recovery_generations rounds to 0"},
 	}
 	for _, c := range cases {
 		_, err := Parse([]byte(c.yaml), "v.yaml")

@@ -114,23 +114,23 @@ func (t *Trainer) recover(ctx context.Context, groups [][]scored, round int64) (
 	return rec, nil
 }
 
-// creditOpeners puts the tool-call opener of every forced continuation
-// into its loss (recovery_forced_opener_loss): mask 1, and as the old
+// creditOpeners puts the forced tokens of every forced continuation (the
+// tool-call opener, or the whole look with recovery_forced_look) into its
+// loss (recovery_forced_opener_loss): mask 1, and as the old
 // log-probabilities the policy's own for those tokens after the setback (one
-// forward pass over the prefix and the opener), so that the opener carries
-// its continuation's branch advantage as a token the policy had sampled
-// would, its ratio starting at 1. It returns the policy's mean probability
-// of the whole opener at the forced setbacks (NaN when none was forced).
+// forward pass over the prefix and the forced tokens), so that they carry
+// their continuation's branch advantage as tokens the policy had sampled
+// would, their ratio starting at 1. It returns the policy's mean probability
+// of the whole forced text at the forced setbacks (NaN when none was forced).
 func (t *Trainer) creditOpeners(branches []*rollout.Result) (float64, error) {
-	width := len(t.Tokenizer.Encode(rollout.ForcedOpener))
 	bs := t.Config.PerDeviceTrainBatchSize
 	gen := &generation{}
 	var forced []*rollout.Result
 	for _, b := range branches {
-		if !b.Forced || len(b.Tokens) < b.BranchAt+width {
+		if !b.Forced || b.ForcedLen == 0 || len(b.Tokens) < b.BranchAt+b.ForcedLen {
 			continue
 		}
-		end := b.BranchAt + width
+		end := b.BranchAt + b.ForcedLen
 		forced = append(forced, b)
 		gen.trajs = append(gen.trajs, &chat.Trajectory{Tokens: b.Tokens[:end], Mask: b.Mask[:end]})
 		gen.length = max(gen.length, end)
@@ -150,7 +150,7 @@ func (t *Trainer) creditOpeners(branches []*rollout.Result) (float64, error) {
 	prob := 0.0
 	for i, b := range forced {
 		sum := 0.0
-		for k := b.BranchAt; k < b.BranchAt+width; k++ {
+		for k := b.BranchAt; k < b.BranchAt+b.ForcedLen; k++ {
 			b.Mask[k] = 1
 			b.OldLogProbs[k] = logp[i*gen.length+k]
 			sum += float64(b.OldLogProbs[k])

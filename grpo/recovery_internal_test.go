@@ -30,10 +30,11 @@ func TestStepMicroBatches(t *testing.T) {
 	}
 }
 
-// With recovery_forced_opener_loss, a forced continuation's tool-call opener
-// enters the loss: mask 1 on exactly its tokens, and as old log-probs the
-// policy's own there, computed on the prefix and the opener alone; a free
-// continuation and every other token are left as they were.
+// With recovery_forced_opener_loss, a forced continuation's forced tokens
+// (the tool-call opener, or a whole look with recovery_forced_look) enter
+// the loss: mask 1 on exactly those tokens, and as old log-probs the
+// policy's own there, computed on the prefix and the forced tokens alone; a
+// free continuation and every other token are left as they were.
 func TestCreditOpeners(t *testing.T) {
 	tok, err := tokenizer.Small()
 	if err != nil {
@@ -55,29 +56,29 @@ func TestCreditOpeners(t *testing.T) {
 	if err := tr.compile(); err != nil {
 		t.Fatal(err)
 	}
-	opener := tok.Encode(rollout.ForcedOpener)
-	branch := func(prefix, own string, forced bool) *rollout.Result {
-		p := tok.Encode(prefix)
-		ids := append(append([]int(nil), p...), tok.Encode(own)...)
-		if forced {
-			ids = append(append(append([]int(nil), p...), opener...), tok.Encode(own)...)
-		}
+	// branch is a continuation of prefix: forced (not the policy's; none
+	// when ""), then its own sampled text.
+	branch := func(prefix, forced, own string) *rollout.Result {
+		p, f := tok.Encode(prefix), tok.Encode(forced)
+		ids := append(append(append([]int(nil), p...), f...), tok.Encode(own)...)
 		tj := &chat.Trajectory{}
 		for i, id := range ids {
 			tj.Tokens = append(tj.Tokens, id)
-			own := i >= len(p)+len(opener) || (!forced && i >= len(p))
+			own := i >= len(p)+len(f)
 			tj.Mask = append(tj.Mask, map[bool]uint8{true: 1}[own])
 			tj.OldLogProbs = append(tj.OldLogProbs, map[bool]float32{true: -0.5}[own])
 		}
-		return &rollout.Result{Trajectory: tj, BranchAt: len(p), Forced: forced}
+		return &rollout.Result{Trajectory: tj, BranchAt: len(p), Forced: forced != "", ForcedLen: len(f)}
 	}
 	prefix := "<|im_start|>user\nHow many inactive customers?<|im_end|>\n<|im_start|>assistant\n" +
 		"<tool_call>\n{\"name\": \"query_database\"}\n</tool_call><|im_end|>\n<|im_start|>user\n" +
 		"<tool_response>\nerror: no such table: clients\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
+	look := "<tool_call>\n{\"name\": \"query_database\", \"arguments\": {\"sql\":\"SELECT name FROM sqlite_master\"}}\n</tool_call>"
 	branches := []*rollout.Result{
-		branch(prefix, `{"name": "query_database", "arguments": {"sql": "SELECT 1"}}`, true),
-		branch(prefix, "There are 3.", false),
-		branch(prefix+"Let me look.", `{"name": "list_tables"}`, true),
+		branch(prefix, rollout.ForcedOpener, `{"name": "query_database", "arguments": {"sql": "SELECT 1"}}`),
+		branch(prefix, "", "There are 3."),
+		branch(prefix+"Let me look.", rollout.ForcedOpener, `{"name": "list_tables"}`),
+		branch(prefix, look, "<|im_end|>\n<|im_start|>user\n<tool_response>\nclients\n</tool_response><|im_end|>\n<|im_start|>assistant\nThere are 3."),
 	}
 	before := make([]*chat.Trajectory, len(branches))
 	for i, b := range branches {
@@ -106,7 +107,7 @@ func TestCreditOpeners(t *testing.T) {
 		ref := tensors.MustCopyFlatData[float32](lp)
 		sum := 0.0
 		for k := range b.Tokens {
-			inOpener := b.Forced && k >= b.BranchAt && k < b.BranchAt+len(opener)
+			inOpener := b.Forced && k >= b.BranchAt && k < b.BranchAt+b.ForcedLen
 			if !inOpener {
 				if b.Mask[k] != before[i].Mask[k] || b.OldLogProbs[k] != before[i].OldLogProbs[k] {
 					t.Errorf("branch %d token %d: mask %d, old log-prob %v changed (was %d, %v)", i, k, b.Mask[k], b.OldLogProbs[k], before[i].Mask[k], before[i].OldLogProbs[k])
@@ -122,7 +123,7 @@ func TestCreditOpeners(t *testing.T) {
 			sum += float64(ref[k])
 		}
 		if b.Forced {
-			want += math.Exp(sum) / 2
+			want += math.Exp(sum) / 3
 		}
 	}
 	if math.Abs(prob-want) > 1e-3*want || prob <= 0 || prob > 1 {

@@ -258,6 +258,7 @@ func (t *Trainer) runner(round int64) (*rollout.Runner, error) {
 			return nil, fmt.Errorf("grpo: %w", err)
 		}
 		r.Branching = trig
+		r.ForceLook = cfg.RecoveryForcedLook
 	}
 	return r, nil
 }

@@ -31,6 +31,7 @@ type Completion struct {
 	BranchTurn    int    `json:"branch_turn,omitempty"`
 	BranchTrigger string `json:"branch_trigger,omitempty"`
 	// BranchForced marks a continuation made to retry: its first turn started with the tool-call
-	// opener (recovery_forced_call_ratio), which the policy did not sample.
+	// opener (recovery_forced_call_ratio), or with a whole look (recovery_forced_look), which the
+	// policy did not sample.
 	BranchForced bool `json:"branch_forced,omitempty"`
 }

@@ -166,6 +166,97 @@ func TestBranchForcedOpener(t *testing.T) {
 	}
 }
 
+// With ForceLook a forced continuation begins with a whole call, the look
+// its setback suggests: the tables after a missing one, the values of the
+// column an empty query filtered on. The look runs before the policy
+// samples (its observation is in the prompt the policy continues), its
+// tokens carry Mask 0, and the policy's turns after it are its own. A
+// setback with no query to read (a malformed call) is forced with the
+// opener alone.
+func TestBranchForcedLook(t *testing.T) {
+	f := newFactory(t, loadFixture(t, customersDir), sandbox.Options{})
+	triggers, err := rollout.NewTriggers(rollout.AllTriggers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := [][][]int{
+		script(t, call("query_database", `{"sql": "SELECT COUNT(*) FROM custmers"}`), "None.<|im_end|>"),
+		script(t, call("query_database", `{"sql": "SELECT full_name FROM customers WHERE status = 'ACTIVE'"}`), "None.<|im_end|>"),
+		script(t, "<tool_call>\n{\"name\": \"query_database\", \"arguments\": {\n</tool_call>", "None.<|im_end|>"),
+	}
+	r := runner(t, &rollout.Script{Scripts: roots}, rollout.Config{NumGenerations: 3, MaxCompletionLength: 2048, MaxToolCallingIterations: 3})
+	r.Branching, r.ForceLook = triggers, true
+	got, err := r.Run(context.Background(), []rollout.Job{{Task: seedTask(), Factory: f}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range got {
+		defer res.Setback.Close()
+	}
+	if got[0].Setback.Trigger != rollout.TriggerToolError || got[1].Setback.Trigger != rollout.TriggerEmptyResult || got[2].Setback.Trigger != rollout.TriggerMalformedCall {
+		t.Fatalf("setbacks %+v, %+v, %+v", got[0].Setback, got[1].Setback, got[2].Setback)
+	}
+	free := script(t, "I could not tell.<|im_end|>")
+	rec := &recorder{P: &rollout.Script{Scripts: [][][]int{
+		script(t, call("query_database", `{"sql": "SELECT COUNT(*) FROM customers"}`), "There are 36 customers.<|im_end|>"), free,
+		script(t, "No customer is ACTIVE in capitals.<|im_end|>"), free,
+		script(t, strings.TrimPrefix(call("query_database", `{"sql": "SELECT 1"}`), rollout.ForcedOpener), "One.<|im_end|>"), free,
+	}}}
+	r.Policy = rec
+	branches, err := r.Branch(context.Background(), got, 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, _ := smallTokenizer(t)
+	looks := []string{
+		call("query_database", `{"sql":"SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"}`),
+		call("query_database", `{"sql":"SELECT DISTINCT status FROM customers ORDER BY status"}`),
+	}
+	for k, want := range []string{"customers", "Active"} {
+		b := branches[2*k]
+		ids := encode(tok, looks[k])
+		if !b.Forced || b.ForcedLen != len(ids) || !slices.Equal(b.Tokens[b.BranchAt:b.BranchAt+len(ids)], ids) {
+			t.Fatalf("continuation %d: forced %v (%d tokens), want the look %q", 2*k, b.Forced, b.ForcedLen, looks[k])
+		}
+		if m := b.Mask[b.BranchAt : b.BranchAt+len(ids)]; slices.Contains(m, 1) {
+			t.Errorf("continuation %d: the look's tokens are trained: mask %v", 2*k, m)
+		}
+		lookTurn := b.Turns[1]
+		if lookTurn.Text != looks[k] || len(lookTurn.Calls) != 1 || lookTurn.Calls[0].IsError || !strings.Contains(lookTurn.Calls[0].Text, want) {
+			t.Errorf("continuation %d: the look's turn %q, calls %+v", 2*k, lookTurn.Text, lookTurn.Calls)
+		}
+		// The policy started from the look's observation: its prompt is
+		// the trajectory up to its first sample, and every later token is
+		// its samples and observations.
+		p := rec.batches[0].prompts[2*k]
+		if len(p) <= b.BranchAt+len(ids) || !slices.Equal(p, b.Tokens[:len(p)]) {
+			t.Fatalf("continuation %d: the policy's prompt (%d tokens) is not the trajectory through the look's observation", 2*k, len(p))
+		}
+		if !slices.Contains(b.Mask[b.BranchAt+len(ids):len(p)], 0) || slices.Contains(b.Mask[b.BranchAt+len(ids):len(p)], 1) {
+			t.Errorf("continuation %d: the look's observation is trained", 2*k)
+		}
+		var own []int
+		for _, e := range rec.batches[0].events[2*k] {
+			own = append(own, e.ids...)
+		}
+		if !slices.Equal(b.Tokens[len(p):], own) || b.Mask[len(p)] != 1 {
+			t.Errorf("continuation %d: after its prompt, the tokens are not the policy's samples and observations", 2*k)
+		}
+	}
+	if b := branches[0]; len(b.Turns) != 4 || b.Answer != "There are 36 customers." || !strings.Contains(b.Turns[2].Calls[0].Text, "36") {
+		t.Errorf("continuation 0 after the look: turns %+v, answer %q", b.Turns, b.Answer)
+	}
+	opener := encode(tok, rollout.ForcedOpener)
+	if b := branches[4]; !b.Forced || b.ForcedLen != len(opener) || !slices.Equal(b.Tokens[b.BranchAt:b.BranchAt+len(opener)], opener) || b.Answer != "One." {
+		t.Errorf("continuation 4 (a malformed call's setback): forced %v (%d tokens), answer %q; want the opener alone", b.Forced, b.ForcedLen, b.Answer)
+	}
+	for k := 1; k < len(branches); k += 2 {
+		if b := branches[k]; b.Forced || b.ForcedLen != 0 || b.Answer != "I could not tell." {
+			t.Errorf("free continuation %d: forced %v, answer %q", k, b.Forced, b.Answer)
+		}
+	}
+}
+
 // Triggers name the setbacks a run branches at; an unknown name is refused.
 func TestTriggers(t *testing.T) {
 	if _, err := rollout.NewTriggers([]string{"tool_error", "sql_eror"}); err == nil || !strings.Contains(err.Error(), "sql_eror") {

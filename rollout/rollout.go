@@ -40,6 +40,14 @@ type Runner struct {
 	// observation it matches) with a fork of its sandbox at that moment,
 	// so that Branch can sample continuations from there (Result.Setback).
 	Branching *Triggers
+	// ForceLook makes Branch's forced continuations begin with a whole
+	// call, the look their setback suggests (package look: the tables
+	// where one was missing, a few rows of the failed query's table, the
+	// values of the column an empty query filtered on), where the setback
+	// was a query_database call it can read; the tool runs and the policy
+	// goes on from the look's observation. Elsewhere they begin with the
+	// tool-call opener alone.
+	ForceLook bool
 }
 
 // Result is one trajectory of a job, with its task and what Rewards made
@@ -59,8 +67,11 @@ type Result struct {
 	// trajectory's tokens are its root's prefix (the prompt, the turns up to
 	// the setback and its observation); 0 for a trajectory sampled whole.
 	BranchAt int
-	// Forced is set on a continuation Branch started with ForcedOpener.
-	Forced bool
+	// Forced is set on a continuation Branch started with tokens the
+	// policy did not sample: ForcedOpener, or a whole look
+	// (Runner.ForceLook). ForcedLen is how many, from BranchAt.
+	Forced    bool
+	ForcedLen int
 }
 
 // Job is one task and the sandbox factory of its fixture.
@@ -121,7 +132,9 @@ func (r *Runner) Run(ctx context.Context, jobs []Job) ([]*Result, error) {
 // is made to try, whatever it would have chosen. The opener's tokens are
 // not the policy's samples: they carry Mask 0 (nothing trains them) and
 // Result.Forced is set; the call the policy writes after them is its own.
-// Forcing needs a policy that samples tokens (not a Conversational one).
+// With Runner.ForceLook the forced tokens are a whole call, the look the
+// setback suggests, which runs before the policy samples. Forcing needs a
+// policy that samples tokens (not a Conversational one).
 func (r *Runner) Branch(ctx context.Context, roots []*Result, n, forced int) ([]*Result, error) {
 	stops, err := r.stopIDs()
 	if err != nil {
@@ -149,8 +162,14 @@ func (r *Runner) Branch(ctx context.Context, roots []*Result, n, forced int) ([]
 				job: sb.job, messages: append([]chat.Message(nil), sb.messages...), tools: sb.tools, offered: sb.offered,
 				res: res, traj: res.Trajectory, rounds: sb.rounds, open: sb.sb.Fork,
 			}
-			if k < forced {
+			switch {
+			case k >= forced:
+			case r.ForceLook && sb.look != "":
 				res.Forced = true
+				s.forcedCall = r.Tokenizer.Encode(sb.look)
+				res.ForcedLen = len(s.forcedCall)
+			default:
+				res.Forced, res.ForcedLen = true, len(opener)
 				s.forced = opener
 				res.Tokens = append(res.Tokens, opener...)
 				res.Mask = append(res.Mask, make([]uint8, len(opener))...)
@@ -191,11 +210,6 @@ func (r *Runner) run(ctx context.Context, states []*state, opts policy.SampleOpt
 			}
 		}
 	}()
-	prompts := make([][]int, len(states))
-	for i, s := range states {
-		prompts[i] = append([]int(nil), s.traj.Tokens...)
-	}
-
 	var finishing sync.WaitGroup
 	defer finishing.Wait()
 	var end func(s *state)
@@ -244,6 +258,30 @@ func (r *Runner) run(ctx context.Context, states []*state, opts policy.SampleOpt
 			end(s)
 		}
 	}
+	// Forced whole calls (Runner.ForceLook) run before the policy samples:
+	// their observations are part of the prompts.
+	for _, s := range states {
+		if s.forcedCall == nil || s.done {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			from := len(s.traj.Tokens)
+			s.forcedObs = r.turn(ctx, s, policy.Sample{IDs: s.forcedCall, Stopped: true}, stops)
+			clear(s.traj.Mask[from : from+len(s.forcedCall)]) // not the policy's samples
+		}()
+	}
+	wg.Wait()
+	for _, s := range states {
+		if s.forcedCall != nil && !s.done && s.forcedObs == nil {
+			end(s)
+		}
+	}
+	prompts := make([][]int, len(states))
+	for i, s := range states {
+		prompts[i] = append([]int(nil), s.traj.Tokens...)
+	}
 
 	batch, err := r.Policy.NewBatch(ctx, prompts, opts)
 	if err != nil {
@@ -258,8 +296,8 @@ func (r *Runner) run(ctx context.Context, states []*state, opts policy.SampleOpt
 	conv, _ := batch.(policy.Conversational)
 	if conv != nil {
 		for _, s := range states {
-			if s.forced != nil {
-				return nil, errors.New("policy: a forced tool-call opener needs a policy that samples tokens, not a conversational one")
+			if s.res.Forced {
+				return nil, errors.New("policy: a forced continuation needs a policy that samples tokens, not a conversational one")
 			}
 		}
 	}
@@ -369,6 +407,9 @@ type state struct {
 	rounds   int
 	done     bool
 	forced   []int // ForcedOpener's ids, which Branch put before the first turn's samples; nil once that turn ends
+
+	forcedCall []int // a whole call Branch forces (Runner.ForceLook), run before the policy samples
+	forcedObs  []int // its observation; nil when the trajectory ended there
 }
 
 func (s *state) completionLen() int { return len(s.traj.Tokens) - s.traj.PromptLen }
@@ -560,7 +601,7 @@ func (r *Runner) turn(ctx context.Context, s *state, sample policy.Sample, stops
 	if r.Branching != nil && s.res.Setback == nil && s.res.BranchAt == 0 {
 		for _, c := range cur.Calls {
 			if trig := r.Branching.Match(c); trig != "" {
-				s.res.Setback = r.setback(ctx, s, trig)
+				s.res.Setback = r.setback(ctx, s, trig, c)
 				break
 			}
 		}
@@ -571,7 +612,7 @@ func (r *Runner) turn(ctx context.Context, s *state, sample policy.Sample, stops
 // setback snapshots s at a setback: its sandbox forked as the calls left
 // it, and what the loop needs to continue from here. A snapshot that
 // cannot be made is no setback to branch at (nil).
-func (r *Runner) setback(ctx context.Context, s *state, trigger string) *Setback {
+func (r *Runner) setback(ctx context.Context, s *state, trigger string, c chat.CallResult) *Setback {
 	sb, err := s.sb.Fork(ctx)
 	if err != nil {
 		return nil
@@ -579,7 +620,7 @@ func (r *Runner) setback(ctx context.Context, s *state, trigger string) *Setback
 	return &Setback{
 		Turn: len(s.traj.Turns) - 1, Trigger: trigger, Len: len(s.traj.Tokens),
 		sb: sb, job: s.job, messages: append([]chat.Message(nil), s.messages...),
-		tools: s.tools, offered: s.offered, rounds: s.rounds,
+		tools: s.tools, offered: s.offered, rounds: s.rounds, look: lookAfter(c, trigger),
 	}
 }
 

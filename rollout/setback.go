@@ -1,13 +1,16 @@
 package rollout
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/mcprl/mcprl/chat"
+	"github.com/mcprl/mcprl/look"
 	"github.com/mcprl/mcprl/sandbox"
 	"github.com/mcprl/mcprl/task"
+	"github.com/mcprl/mcprl/toolcall"
 )
 
 // Trigger names, as recovery_triggers lists them.
@@ -108,6 +111,7 @@ type Setback struct {
 	tools    []json.RawMessage
 	offered  []json.RawMessage
 	rounds   int
+	look     string // the call that looks at what the setback suggests (lookAfter); "" when none
 }
 
 // Close releases the setback's sandbox fork. It may be called more than once.
@@ -116,4 +120,30 @@ func (s *Setback) Close() error {
 		return nil
 	}
 	return s.sb.Close()
+}
+
+// lookAfter returns the call, as the chat template writes it, that looks at
+// what a query_database setback suggests (look.After): for an SQL error or
+// an empty result of a query it can read; "" otherwise. Its arguments are
+// encoded as the task generator's goldens are ({"sql":"..."}, HTML left
+// unescaped).
+func lookAfter(c chat.CallResult, trigger string) string {
+	if c.Call.Name != task.ToolQueryDatabase || c.ParseError != "" || (trigger != TriggerToolError && trigger != TriggerEmptyResult) {
+		return ""
+	}
+	var args sandbox.QueryArgs
+	if json.Unmarshal(c.Call.Arguments, &args) != nil {
+		return ""
+	}
+	sql, ok := look.After(args.SQL, c.Text, trigger == TriggerToolError)
+	if !ok {
+		return ""
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(sandbox.QueryArgs{SQL: sql}) != nil {
+		return ""
+	}
+	return toolcall.RenderCall(chat.Call{Name: task.ToolQueryDatabase, Arguments: bytes.TrimSpace(b.Bytes())})
 }

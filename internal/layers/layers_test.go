@@ -27,6 +27,7 @@ var forbidden = map[string][]string{
 	"sampling":      {gomlx, mcpSDK},
 	"tokenizer":     {gomlx, mcpSDK, module + "gguf"},
 	"taskgen":       {gomlx},
+	"look":          {gomlx, mcpSDK},
 	"toolcall":      {gomlx},
 	"reward":        {gomlx},
 	"rollout":       {gomlx},
