@@ -104,7 +104,7 @@ func (t *Trainer) recover(ctx context.Context, groups [][]scored, round int64) (
 		root := rt.index
 		c := t.sample(it, rt.group, cfg.NumGenerations+i, rewards[i], adv[i])
 		c.BranchOf, c.BranchTurn, c.BranchTrigger = &root, rt.it.res.Setback.Turn+1, rt.it.res.Setback.Trigger
-		c.BranchForced = b.Forced
+		c.BranchForced, c.BranchForcedLook = b.Forced, b.ForcedLook
 		rec.samples = append(rec.samples, c)
 	}
 	rec.metrics["recovery/reward_mean"] = nanMean(rewards)

@@ -34,4 +34,6 @@ type Completion struct {
 	// opener (recovery_forced_call_ratio), or with a whole look (recovery_forced_look), which the
 	// policy did not sample.
 	BranchForced bool `json:"branch_forced,omitempty"`
+	// BranchForcedLook marks a forced continuation whose first turn is the whole look (recovery_forced_look).
+	BranchForcedLook bool `json:"branch_forced_look,omitempty"`
 }

@@ -215,7 +215,7 @@ func TestBranchForcedLook(t *testing.T) {
 	for k, want := range []string{"customers", "Active"} {
 		b := branches[2*k]
 		ids := encode(tok, looks[k])
-		if !b.Forced || b.ForcedLen != len(ids) || !slices.Equal(b.Tokens[b.BranchAt:b.BranchAt+len(ids)], ids) {
+		if !b.Forced || !b.ForcedLook || b.ForcedLen != len(ids) || !slices.Equal(b.Tokens[b.BranchAt:b.BranchAt+len(ids)], ids) {
 			t.Fatalf("continuation %d: forced %v (%d tokens), want the look %q", 2*k, b.Forced, b.ForcedLen, looks[k])
 		}
 		if m := b.Mask[b.BranchAt : b.BranchAt+len(ids)]; slices.Contains(m, 1) {
@@ -247,7 +247,7 @@ func TestBranchForcedLook(t *testing.T) {
 		t.Errorf("continuation 0 after the look: turns %+v, answer %q", b.Turns, b.Answer)
 	}
 	opener := encode(tok, rollout.ForcedOpener)
-	if b := branches[4]; !b.Forced || b.ForcedLen != len(opener) || !slices.Equal(b.Tokens[b.BranchAt:b.BranchAt+len(opener)], opener) || b.Answer != "One." {
+	if b := branches[4]; !b.Forced || b.ForcedLook || b.ForcedLen != len(opener) || !slices.Equal(b.Tokens[b.BranchAt:b.BranchAt+len(opener)], opener) || b.Answer != "One." {
 		t.Errorf("continuation 4 (a malformed call's setback): forced %v (%d tokens), answer %q; want the opener alone", b.Forced, b.ForcedLen, b.Answer)
 	}
 	for k := 1; k < len(branches); k += 2 {

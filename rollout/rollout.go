@@ -69,9 +69,11 @@ type Result struct {
 	BranchAt int
 	// Forced is set on a continuation Branch started with tokens the
 	// policy did not sample: ForcedOpener, or a whole look
-	// (Runner.ForceLook). ForcedLen is how many, from BranchAt.
-	Forced    bool
-	ForcedLen int
+	// (Runner.ForceLook; ForcedLook is then set). ForcedLen is how many,
+	// from BranchAt.
+	Forced     bool
+	ForcedLook bool
+	ForcedLen  int
 }
 
 // Job is one task and the sandbox factory of its fixture.
@@ -165,7 +167,7 @@ func (r *Runner) Branch(ctx context.Context, roots []*Result, n, forced int) ([]
 			switch {
 			case k >= forced:
 			case r.ForceLook && sb.look != "":
-				res.Forced = true
+				res.Forced, res.ForcedLook = true, true
 				s.forcedCall = r.Tokenizer.Encode(sb.look)
 				res.ForcedLen = len(s.forcedCall)
 			default:

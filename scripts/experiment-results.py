@@ -105,20 +105,50 @@ def eval_retries(out: str, seed: str, model: str) -> "tuple | None":
     return sum(retried(c) for c in cs), len(cs)
 
 
+# The looks recovery_forced_look forces (look.After), as the first turn of a forced continuation: how runs made
+# before completions.jsonl had branch_forced_look tell them from a forced opener the policy completed.
+FORCED_LOOK = re.compile(
+    r'<tool_call>\n\{"name": "query_database", "arguments": \{"sql":"(?:'
+    r"SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+    r"|SELECT table_name FROM information_schema\.tables WHERE table_schema = current_schema\(\) ORDER BY table_name"
+    r'|SELECT \* FROM (?:\\"[^"\\]*\\"|\w+) LIMIT 3'
+    r'|SELECT DISTINCT (\S+) FROM (?:\\"[^"\\]*\\"|\w+) ORDER BY \1)"\}\}\n</tool_call>')
+
+
+def branch_kind(c: dict, looks: bool) -> str:
+    """free, forced (the tool-call opener) or look (a whole forced look; looks: the run forced them)."""
+    if not c.get("branch_forced"):
+        return "free"
+    own = c["turns"][c.get("branch_turn", 0):]
+    if c.get("branch_forced_look") or (looks and own and FORCED_LOOK.fullmatch(own[0].get("text", ""))):
+        return "look"
+    return "forced"
+
+
 def branches(out: str, seeds: list, w_steps: int) -> None:
     """Recovery branching's continuations (completions.jsonl records with branch_of) per window of steps,
-    forced (branch_forced: made to retry) and free apart: how many, how many called a tool again in their own
-    turns (a well-formed call), how many succeeded."""
+    forced (branch_forced: made to retry; a forced look apart) and free apart: how many, how many called a tool
+    again in their own turns (a well-formed call; after a forced look, one of the policy's own), how many
+    succeeded."""
     rows = []
+    any_look = False
     for s in seeds:
         win = collections.defaultdict(collections.Counter)
+        try:
+            looks = "recovery_forced_look: true" in open(f"{out}/seed-{s}/grpo.yaml").read()
+        except OSError:
+            looks = False
         try:
             for l in open(f"{out}/seed-{s}/grpo/completions.jsonl"):
                 c = json.loads(l)
                 if c.get("branch_of") is None:
                     continue
-                w = win[((c["step"] - 1) // w_steps, "forced" if c.get("branch_forced") else "free")]
+                kind = branch_kind(c, looks)
+                any_look = any_look or kind == "look"
+                w = win[((c["step"] - 1) // w_steps, kind)]
                 own = c["turns"][c.get("branch_turn", 0):]
+                if kind == "look":
+                    own = own[1:]
                 w["n"] += 1
                 w["called"] += any(well_formed(k) for t in own for k in t.get("calls") or [])
                 w["ok"] += succeeded(c)
@@ -136,7 +166,7 @@ def branches(out: str, seeds: list, w_steps: int) -> None:
             pass
         for i in sorted({i for i, _ in win}):
             cells = []
-            for kind in ("forced", "free"):
+            for kind in ("forced", "look", "free"):
                 w = win[(i, kind)]
                 cells += [str(w["n"]), str(w["called"]), str(w["ok"])]
             ps = opener.get(i)
@@ -144,13 +174,17 @@ def branches(out: str, seeds: list, w_steps: int) -> None:
             rows.append(f"| {s} | {i * w_steps + 1}-{i * w_steps + w_steps} | " + " | ".join(cells) + " |")
     if not rows:
         return
+    if not any_look:  # the table as before forced looks
+        rows = [re.sub(r"^((?:\|[^|]*){5})(?:\|[^|]*){3}", r"\1", r) for r in rows]
     print(f"Recovery branches per {w_steps} steps: continuations from a setback, made to retry (forced: the first turn "
-          "starts with the tool-call opener) or sampled freely; how many called a tool again; how many succeeded; "
-          "the policy's mean probability of starting a call itself at the forced setbacks (recovery/forced_opener_prob, "
-          "logged when the opener trains).")
+          "starts with the tool-call opener" + ("; look: it is a whole look, recovery_forced_look" if any_look else "") +
+          ") or sampled freely; how many called a tool again" + (" (after a look, the policy's own call)" if any_look else "") +
+          "; how many succeeded; the policy's mean probability of starting a call itself at the forced setbacks "
+          "(recovery/forced_opener_prob, logged when the opener trains" + ("; of the whole look where looks are forced" if any_look else "") + ").")
     print()
-    print("| seed | steps | forced | called again | succeeded | free | called again | succeeded | P(opener) |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    look_head = "| look | called again | succeeded " if any_look else ""
+    print("| seed | steps | forced | called again | succeeded " + look_head + "| free | called again | succeeded | P(opener) |")
+    print("|---|---|---|---|---|---|---|---|---|" + ("---|---|---|" if any_look else ""))
     print("\n".join(rows))
     print()
 
