@@ -163,11 +163,11 @@ type Config struct {
 	// branch advantage, with the policy's own log-probabilities after the setback as their old ones,
 	// so a retry that beats its free siblings makes the policy likelier to start one by itself.
 	RecoveryForcedOpenerLoss bool `yaml:"recovery_forced_opener_loss"`
-	// RecoveryForcedLook makes a forced continuation begin with a whole call where the setback was a
-	// query it can read: the look a careful engineer takes next (the tables where one was missing, a
-	// few rows of the failed query's table, the values of the column an empty query filtered on); the
-	// tool runs and the policy writes what follows. With RecoveryForcedOpenerLoss the look's tokens
-	// are trained as the opener's are.
+	// RecoveryForcedLook makes a forced continuation look before it retries where the setback was a
+	// query it can read: a whole call, the look a careful engineer takes next (the tables where one was
+	// missing, a few rows of the failed query's table, the values of the column an empty query filtered
+	// on), runs first, and the tool-call opener follows its observation; the policy writes the retry's
+	// call. With RecoveryForcedOpenerLoss the look and that opener are trained as the opener alone is.
 	RecoveryForcedLook bool `yaml:"recovery_forced_look"`
 
 	// Ignored lists the TRL keys found in the file that change nothing in mcprl (logging destinations,

@@ -115,22 +115,26 @@ func (t *Trainer) recover(ctx context.Context, groups [][]scored, round int64) (
 }
 
 // creditOpeners puts the forced tokens of every forced continuation (the
-// tool-call opener, or the whole look with recovery_forced_look) into its
-// loss (recovery_forced_opener_loss): mask 1, and as the old
-// log-probabilities the policy's own for those tokens after the setback (one
-// forward pass over the prefix and the forced tokens), so that they carry
-// their continuation's branch advantage as tokens the policy had sampled
-// would, their ratio starting at 1. It returns the policy's mean probability
-// of the whole forced text at the forced setbacks (NaN when none was forced).
+// tool-call opener; with recovery_forced_look, the whole look and the
+// opener after its observation) into its loss
+// (recovery_forced_opener_loss): mask 1, and as the old log-probabilities
+// the policy's own for those tokens in their context (one forward pass
+// through the last forced token), so that they carry their continuation's
+// branch advantage as tokens the policy had sampled would, their ratio
+// starting at 1. It returns the policy's mean probability of all the
+// forced tokens of a continuation (NaN when none was forced).
 func (t *Trainer) creditOpeners(branches []*rollout.Result) (float64, error) {
 	bs := t.Config.PerDeviceTrainBatchSize
 	gen := &generation{}
 	var forced []*rollout.Result
 	for _, b := range branches {
-		if !b.Forced || b.ForcedLen == 0 || len(b.Tokens) < b.BranchAt+b.ForcedLen {
+		if !b.Forced || len(b.ForcedSpans) == 0 {
 			continue
 		}
-		end := b.BranchAt + b.ForcedLen
+		end := b.ForcedSpans[len(b.ForcedSpans)-1][1]
+		if len(b.Tokens) < end {
+			continue
+		}
 		forced = append(forced, b)
 		gen.trajs = append(gen.trajs, &chat.Trajectory{Tokens: b.Tokens[:end], Mask: b.Mask[:end]})
 		gen.length = max(gen.length, end)
@@ -150,10 +154,12 @@ func (t *Trainer) creditOpeners(branches []*rollout.Result) (float64, error) {
 	prob := 0.0
 	for i, b := range forced {
 		sum := 0.0
-		for k := b.BranchAt; k < b.BranchAt+b.ForcedLen; k++ {
-			b.Mask[k] = 1
-			b.OldLogProbs[k] = logp[i*gen.length+k]
-			sum += float64(b.OldLogProbs[k])
+		for _, sp := range b.ForcedSpans {
+			for k := sp[0]; k < sp[1]; k++ {
+				b.Mask[k] = 1
+				b.OldLogProbs[k] = logp[i*gen.length+k]
+				sum += float64(b.OldLogProbs[k])
+			}
 		}
 		prob += math.Exp(sum)
 	}

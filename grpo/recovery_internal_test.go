@@ -31,10 +31,11 @@ func TestStepMicroBatches(t *testing.T) {
 }
 
 // With recovery_forced_opener_loss, a forced continuation's forced tokens
-// (the tool-call opener, or a whole look with recovery_forced_look) enter
-// the loss: mask 1 on exactly those tokens, and as old log-probs the
-// policy's own there, computed on the prefix and the forced tokens alone; a
-// free continuation and every other token are left as they were.
+// (the tool-call opener; with recovery_forced_look a whole look, then the
+// opener after its observation) enter the loss: mask 1 on exactly those
+// tokens, and as old log-probs the policy's own there, computed on the
+// trajectory through its last forced token; a free continuation and every
+// other token are left as they were.
 func TestCreditOpeners(t *testing.T) {
 	tok, err := tokenizer.Small()
 	if err != nil {
@@ -56,29 +57,42 @@ func TestCreditOpeners(t *testing.T) {
 	if err := tr.compile(); err != nil {
 		t.Fatal(err)
 	}
-	// branch is a continuation of prefix: forced (not the policy's; none
-	// when ""), then its own sampled text.
-	branch := func(prefix, forced, own string) *rollout.Result {
-		p, f := tok.Encode(prefix), tok.Encode(forced)
-		ids := append(append(append([]int(nil), p...), f...), tok.Encode(own)...)
-		tj := &chat.Trajectory{}
-		for i, id := range ids {
-			tj.Tokens = append(tj.Tokens, id)
-			own := i >= len(p)+len(f)
-			tj.Mask = append(tj.Mask, map[bool]uint8{true: 1}[own])
-			tj.OldLogProbs = append(tj.OldLogProbs, map[bool]float32{true: -0.5}[own])
+	// branch is a continuation of prefix: segments of text, each forced
+	// (not the policy's samples, Mask 0), an observation (Mask 0) or its
+	// own samples (Mask 1, old log-prob -0.5).
+	type segment struct {
+		text string
+		kind byte // 'f' forced, 'o' observation, 's' sampled
+	}
+	branch := func(prefix string, segs ...segment) *rollout.Result {
+		tj := &chat.Trajectory{Tokens: tok.Encode(prefix)}
+		tj.Mask, tj.OldLogProbs = make([]uint8, len(tj.Tokens)), make([]float32, len(tj.Tokens))
+		res := &rollout.Result{Trajectory: tj, BranchAt: len(tj.Tokens)}
+		for _, sg := range segs {
+			ids := tok.Encode(sg.text)
+			if sg.kind == 'f' {
+				res.Forced = true
+				res.ForcedSpans = append(res.ForcedSpans, [2]int{len(tj.Tokens), len(tj.Tokens) + len(ids)})
+			}
+			for _, id := range ids {
+				tj.Tokens = append(tj.Tokens, id)
+				tj.Mask = append(tj.Mask, map[bool]uint8{true: 1}[sg.kind == 's'])
+				tj.OldLogProbs = append(tj.OldLogProbs, map[bool]float32{true: -0.5}[sg.kind == 's'])
+			}
 		}
-		return &rollout.Result{Trajectory: tj, BranchAt: len(p), Forced: forced != "", ForcedLen: len(f)}
+		return res
 	}
 	prefix := "<|im_start|>user\nHow many inactive customers?<|im_end|>\n<|im_start|>assistant\n" +
 		"<tool_call>\n{\"name\": \"query_database\"}\n</tool_call><|im_end|>\n<|im_start|>user\n" +
 		"<tool_response>\nerror: no such table: clients\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
 	look := "<tool_call>\n{\"name\": \"query_database\", \"arguments\": {\"sql\":\"SELECT name FROM sqlite_master\"}}\n</tool_call>"
 	branches := []*rollout.Result{
-		branch(prefix, rollout.ForcedOpener, `{"name": "query_database", "arguments": {"sql": "SELECT 1"}}`),
-		branch(prefix, "", "There are 3."),
-		branch(prefix+"Let me look.", rollout.ForcedOpener, `{"name": "list_tables"}`),
-		branch(prefix, look, "<|im_end|>\n<|im_start|>user\n<tool_response>\nclients\n</tool_response><|im_end|>\n<|im_start|>assistant\nThere are 3."),
+		branch(prefix, segment{rollout.ForcedOpener, 'f'}, segment{`{"name": "query_database", "arguments": {"sql": "SELECT 1"}}`, 's'}),
+		branch(prefix, segment{"There are 3.", 's'}),
+		branch(prefix+"Let me look.", segment{rollout.ForcedOpener, 'f'}, segment{`{"name": "list_tables"}`, 's'}),
+		branch(prefix, segment{look, 'f'},
+			segment{"<|im_end|>\n<|im_start|>user\n<tool_response>\nclients\n</tool_response><|im_end|>\n<|im_start|>assistant\n", 'o'},
+			segment{rollout.ForcedOpener, 'f'}, segment{`{"name": "query_database", "arguments": {"sql": "SELECT COUNT(*) FROM clients"}}`, 's'}),
 	}
 	before := make([]*chat.Trajectory, len(branches))
 	for i, b := range branches {
@@ -107,7 +121,10 @@ func TestCreditOpeners(t *testing.T) {
 		ref := tensors.MustCopyFlatData[float32](lp)
 		sum := 0.0
 		for k := range b.Tokens {
-			inOpener := b.Forced && k >= b.BranchAt && k < b.BranchAt+b.ForcedLen
+			inOpener := false
+			for _, sp := range b.ForcedSpans {
+				inOpener = inOpener || (k >= sp[0] && k < sp[1])
+			}
 			if !inOpener {
 				if b.Mask[k] != before[i].Mask[k] || b.OldLogProbs[k] != before[i].OldLogProbs[k] {
 					t.Errorf("branch %d token %d: mask %d, old log-prob %v changed (was %d, %v)", i, k, b.Mask[k], b.OldLogProbs[k], before[i].Mask[k], before[i].OldLogProbs[k])

@@ -166,13 +166,14 @@ func TestBranchForcedOpener(t *testing.T) {
 	}
 }
 
-// With ForceLook a forced continuation begins with a whole call, the look
-// its setback suggests: the tables after a missing one, the values of the
-// column an empty query filtered on. The look runs before the policy
-// samples (its observation is in the prompt the policy continues), its
-// tokens carry Mask 0, and the policy's turns after it are its own. A
-// setback with no query to read (a malformed call) is forced with the
-// opener alone.
+// With ForceLook a forced continuation looks before it retries: it begins
+// with a whole call, the look its setback suggests (the tables after a
+// missing one, the values of the column an empty query filtered on), which
+// runs before the policy samples, and the tool-call opener follows the
+// look's observation. The look, its observation and the opener carry Mask
+// 0 and are the policy's prompt; the call it writes after the opener and
+// everything later are its own. A setback with no query to read (a
+// malformed call) is forced with the opener alone.
 func TestBranchForcedLook(t *testing.T) {
 	f := newFactory(t, loadFixture(t, customersDir), sandbox.Options{})
 	triggers, err := rollout.NewTriggers(rollout.AllTriggers)
@@ -196,11 +197,14 @@ func TestBranchForcedLook(t *testing.T) {
 	if got[0].Setback.Trigger != rollout.TriggerToolError || got[1].Setback.Trigger != rollout.TriggerEmptyResult || got[2].Setback.Trigger != rollout.TriggerMalformedCall {
 		t.Fatalf("setbacks %+v, %+v, %+v", got[0].Setback, got[1].Setback, got[2].Setback)
 	}
+	body := func(sql string) string {
+		return strings.TrimPrefix(call("query_database", `{"sql": "`+sql+`"}`), rollout.ForcedOpener)
+	}
 	free := script(t, "I could not tell.<|im_end|>")
 	rec := &recorder{P: &rollout.Script{Scripts: [][][]int{
-		script(t, call("query_database", `{"sql": "SELECT COUNT(*) FROM customers"}`), "There are 36 customers.<|im_end|>"), free,
-		script(t, "No customer is ACTIVE in capitals.<|im_end|>"), free,
-		script(t, strings.TrimPrefix(call("query_database", `{"sql": "SELECT 1"}`), rollout.ForcedOpener), "One.<|im_end|>"), free,
+		script(t, body("SELECT COUNT(*) FROM customers"), "There are 36 customers.<|im_end|>"), free,
+		script(t, body("SELECT full_name FROM customers WHERE status = 'Active'"), "Two.<|im_end|>"), free,
+		script(t, body("SELECT 1"), "One.<|im_end|>"), free,
 	}}}
 	r.Policy = rec
 	branches, err := r.Branch(context.Background(), got, 2, 1)
@@ -208,32 +212,28 @@ func TestBranchForcedLook(t *testing.T) {
 		t.Fatal(err)
 	}
 	tok, _ := smallTokenizer(t)
+	opener := encode(tok, rollout.ForcedOpener)
 	looks := []string{
 		call("query_database", `{"sql":"SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"}`),
 		call("query_database", `{"sql":"SELECT DISTINCT status FROM customers ORDER BY status"}`),
 	}
-	for k, want := range []string{"customers", "Active"} {
+	for k, want := range []struct{ look, retry string }{{"customers", "36"}, {"Active", "full_name"}} {
 		b := branches[2*k]
 		ids := encode(tok, looks[k])
-		if !b.Forced || !b.ForcedLook || b.ForcedLen != len(ids) || !slices.Equal(b.Tokens[b.BranchAt:b.BranchAt+len(ids)], ids) {
-			t.Fatalf("continuation %d: forced %v (%d tokens), want the look %q", 2*k, b.Forced, b.ForcedLen, looks[k])
-		}
-		if m := b.Mask[b.BranchAt : b.BranchAt+len(ids)]; slices.Contains(m, 1) {
-			t.Errorf("continuation %d: the look's tokens are trained: mask %v", 2*k, m)
-		}
-		lookTurn := b.Turns[1]
-		if lookTurn.Text != looks[k] || len(lookTurn.Calls) != 1 || lookTurn.Calls[0].IsError || !strings.Contains(lookTurn.Calls[0].Text, want) {
-			t.Errorf("continuation %d: the look's turn %q, calls %+v", 2*k, lookTurn.Text, lookTurn.Calls)
-		}
-		// The policy started from the look's observation: its prompt is
-		// the trajectory up to its first sample, and every later token is
-		// its samples and observations.
 		p := rec.batches[0].prompts[2*k]
-		if len(p) <= b.BranchAt+len(ids) || !slices.Equal(p, b.Tokens[:len(p)]) {
-			t.Fatalf("continuation %d: the policy's prompt (%d tokens) is not the trajectory through the look's observation", 2*k, len(p))
+		spans := [][2]int{{b.BranchAt, b.BranchAt + len(ids)}, {len(p) - len(opener), len(p)}}
+		if !b.Forced || !b.ForcedLook || !slices.Equal(b.ForcedSpans, spans) || !slices.Equal(b.Tokens[b.BranchAt:b.BranchAt+len(ids)], ids) {
+			t.Fatalf("continuation %d: forced %v, spans %v; want the look %q then the opener at %v", 2*k, b.Forced, b.ForcedSpans, looks[k], spans)
 		}
-		if !slices.Contains(b.Mask[b.BranchAt+len(ids):len(p)], 0) || slices.Contains(b.Mask[b.BranchAt+len(ids):len(p)], 1) {
-			t.Errorf("continuation %d: the look's observation is trained", 2*k)
+		// The policy started after the look, its observation and the
+		// opener: its prompt is the trajectory up to its first sample,
+		// none of it trained, and every later token is its samples and
+		// observations.
+		if !slices.Equal(p, b.Tokens[:len(p)]) || !slices.Equal(p[len(p)-len(opener):], opener) {
+			t.Fatalf("continuation %d: the policy's prompt (%d tokens) is not the trajectory through the look's observation and the opener", 2*k, len(p))
+		}
+		if m := b.Mask[b.BranchAt:len(p)]; slices.Contains(m, 1) {
+			t.Errorf("continuation %d: the look, its observation or the opener is trained: mask %v", 2*k, m)
 		}
 		var own []int
 		for _, e := range rec.batches[0].events[2*k] {
@@ -242,16 +242,23 @@ func TestBranchForcedLook(t *testing.T) {
 		if !slices.Equal(b.Tokens[len(p):], own) || b.Mask[len(p)] != 1 {
 			t.Errorf("continuation %d: after its prompt, the tokens are not the policy's samples and observations", 2*k)
 		}
+		lookTurn, retry := b.Turns[1], b.Turns[2]
+		if lookTurn.Text != looks[k] || len(lookTurn.Calls) != 1 || lookTurn.Calls[0].IsError || !strings.Contains(lookTurn.Calls[0].Text, want.look) {
+			t.Errorf("continuation %d: the look's turn %q, calls %+v", 2*k, lookTurn.Text, lookTurn.Calls)
+		}
+		if !strings.HasPrefix(retry.Text, rollout.ForcedOpener) || len(retry.Calls) != 1 || retry.Calls[0].IsError || !strings.Contains(retry.Calls[0].Text, want.retry) {
+			t.Errorf("continuation %d: the retry's turn %q, calls %+v", 2*k, retry.Text, retry.Calls)
+		}
 	}
-	if b := branches[0]; len(b.Turns) != 4 || b.Answer != "There are 36 customers." || !strings.Contains(b.Turns[2].Calls[0].Text, "36") {
+	if b := branches[0]; len(b.Turns) != 4 || b.Answer != "There are 36 customers." {
 		t.Errorf("continuation 0 after the look: turns %+v, answer %q", b.Turns, b.Answer)
 	}
-	opener := encode(tok, rollout.ForcedOpener)
-	if b := branches[4]; !b.Forced || b.ForcedLook || b.ForcedLen != len(opener) || !slices.Equal(b.Tokens[b.BranchAt:b.BranchAt+len(opener)], opener) || b.Answer != "One." {
-		t.Errorf("continuation 4 (a malformed call's setback): forced %v (%d tokens), answer %q; want the opener alone", b.Forced, b.ForcedLen, b.Answer)
+	if b := branches[4]; !b.Forced || b.ForcedLook || !slices.Equal(b.ForcedSpans, [][2]int{{b.BranchAt, b.BranchAt + len(opener)}}) ||
+		!slices.Equal(b.Tokens[b.BranchAt:b.BranchAt+len(opener)], opener) || b.Answer != "One." {
+		t.Errorf("continuation 4 (a malformed call's setback): forced %v, spans %v, answer %q; want the opener alone", b.Forced, b.ForcedSpans, b.Answer)
 	}
 	for k := 1; k < len(branches); k += 2 {
-		if b := branches[k]; b.Forced || b.ForcedLen != 0 || b.Answer != "I could not tell." {
+		if b := branches[k]; b.Forced || b.ForcedSpans != nil || b.Answer != "I could not tell." {
 			t.Errorf("free continuation %d: forced %v, answer %q", k, b.Forced, b.Answer)
 		}
 	}

@@ -40,13 +40,13 @@ type Runner struct {
 	// observation it matches) with a fork of its sandbox at that moment,
 	// so that Branch can sample continuations from there (Result.Setback).
 	Branching *Triggers
-	// ForceLook makes Branch's forced continuations begin with a whole
-	// call, the look their setback suggests (package look: the tables
+	// ForceLook makes Branch's forced continuations look before they
+	// retry, where the setback was a query_database call it can read: a
+	// whole call, the look the setback suggests (package look: the tables
 	// where one was missing, a few rows of the failed query's table, the
-	// values of the column an empty query filtered on), where the setback
-	// was a query_database call it can read; the tool runs and the policy
-	// goes on from the look's observation. Elsewhere they begin with the
-	// tool-call opener alone.
+	// values of the column an empty query filtered on), runs first, and
+	// the retry's opener follows its observation. Elsewhere they begin
+	// with the tool-call opener alone.
 	ForceLook bool
 }
 
@@ -68,12 +68,12 @@ type Result struct {
 	// the setback and its observation); 0 for a trajectory sampled whole.
 	BranchAt int
 	// Forced is set on a continuation Branch started with tokens the
-	// policy did not sample: ForcedOpener, or a whole look
-	// (Runner.ForceLook; ForcedLook is then set). ForcedLen is how many,
-	// from BranchAt.
-	Forced     bool
-	ForcedLook bool
-	ForcedLen  int
+	// policy did not sample: ForcedOpener, or a whole look and the opener
+	// after its observation (Runner.ForceLook; ForcedLook is then set).
+	// ForcedSpans are those tokens' [from, to) ranges in Tokens.
+	Forced      bool
+	ForcedLook  bool
+	ForcedSpans [][2]int
 }
 
 // Job is one task and the sandbox factory of its fixture.
@@ -135,8 +135,9 @@ func (r *Runner) Run(ctx context.Context, jobs []Job) ([]*Result, error) {
 // not the policy's samples: they carry Mask 0 (nothing trains them) and
 // Result.Forced is set; the call the policy writes after them is its own.
 // With Runner.ForceLook the forced tokens are a whole call, the look the
-// setback suggests, which runs before the policy samples. Forcing needs a
-// policy that samples tokens (not a Conversational one).
+// setback suggests, which runs before the policy samples, and the opener
+// after its observation. Forcing needs a policy that samples tokens (not a
+// Conversational one).
 func (r *Runner) Branch(ctx context.Context, roots []*Result, n, forced int) ([]*Result, error) {
 	stops, err := r.stopIDs()
 	if err != nil {
@@ -169,9 +170,10 @@ func (r *Runner) Branch(ctx context.Context, roots []*Result, n, forced int) ([]
 			case r.ForceLook && sb.look != "":
 				res.Forced, res.ForcedLook = true, true
 				s.forcedCall = r.Tokenizer.Encode(sb.look)
-				res.ForcedLen = len(s.forcedCall)
+				res.ForcedSpans = [][2]int{{sb.Len, sb.Len + len(s.forcedCall)}}
+				s.opener = opener
 			default:
-				res.Forced, res.ForcedLen = true, len(opener)
+				res.Forced, res.ForcedSpans = true, [][2]int{{sb.Len, sb.Len + len(opener)}}
 				s.forced = opener
 				res.Tokens = append(res.Tokens, opener...)
 				res.Mask = append(res.Mask, make([]uint8, len(opener))...)
@@ -260,8 +262,9 @@ func (r *Runner) run(ctx context.Context, states []*state, opts policy.SampleOpt
 			end(s)
 		}
 	}
-	// Forced whole calls (Runner.ForceLook) run before the policy samples:
-	// their observations are part of the prompts.
+	// Forced whole calls (Runner.ForceLook) run before the policy samples;
+	// their observations and the retry's opener after them are part of the
+	// prompts.
 	for _, s := range states {
 		if s.forcedCall == nil || s.done {
 			continue
@@ -272,6 +275,14 @@ func (r *Runner) run(ctx context.Context, states []*state, opts policy.SampleOpt
 			from := len(s.traj.Tokens)
 			s.forcedObs = r.turn(ctx, s, policy.Sample{IDs: s.forcedCall, Stopped: true}, stops)
 			clear(s.traj.Mask[from : from+len(s.forcedCall)]) // not the policy's samples
+			if s.forcedObs != nil {
+				t := s.traj
+				s.forced = s.opener
+				s.res.ForcedSpans = append(s.res.ForcedSpans, [2]int{len(t.Tokens), len(t.Tokens) + len(s.opener)})
+				t.Tokens = append(t.Tokens, s.opener...)
+				t.Mask = append(t.Mask, make([]uint8, len(s.opener))...)
+				t.OldLogProbs = append(t.OldLogProbs, make([]float32, len(s.opener))...)
+			}
 		}()
 	}
 	wg.Wait()
@@ -412,6 +423,7 @@ type state struct {
 
 	forcedCall []int // a whole call Branch forces (Runner.ForceLook), run before the policy samples
 	forcedObs  []int // its observation; nil when the trajectory ended there
+	opener     []int // ForcedOpener's ids, forced after forcedCall's observation
 }
 
 func (s *state) completionLen() int { return len(s.traj.Tokens) - s.traj.PromptLen }
