@@ -11,6 +11,7 @@ package look
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -47,9 +48,11 @@ func Before(query string) (say, sql string, ok bool) {
 // query was refused (observation is the error), otherwise it came back
 // empty. A missing table (SQLite's "no such table", PostgreSQL's
 // `relation "..." does not exist`) is looked for among the database's
-// tables; any other error shows a few rows of the query's table, and an
-// empty result the values of the column it filtered on. ok is false where
-// the query names no table it can read.
+// tables; any other error shows a row of the query's table (its columns
+// and how a value is written), and an empty result the values of the column
+// it filtered on, at most MaxValues of them. The looks are short, since they
+// come after a setback, where a trajectory's room is shorter. ok is false
+// where the query names no table it can read.
 func After(query, observation string, failed bool) (sql string, ok bool) {
 	switch {
 	case failed && strings.Contains(observation, "no such table"):
@@ -62,10 +65,14 @@ func After(query, observation string, failed bool) (sql string, ok bool) {
 	case !ok:
 		return "", false
 	case !failed && col != "":
-		return values(col, tab), true
+		return values(col, tab) + " LIMIT " + strconv.Itoa(MaxValues), true
 	}
-	return rows(tab), true
+	return "SELECT * FROM " + tab + " LIMIT 1", true
 }
+
+// MaxValues bounds the values a look after an empty result lists (a date
+// column may hold hundreds).
+const MaxValues = 20
 
 // target finds query's first table and the column its WHERE compares
 // first ("" when none), resolving an

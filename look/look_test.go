@@ -24,8 +24,8 @@ func ExampleAfter() {
 	fmt.Println(missingColumn)
 	fmt.Println(missingTable)
 	// Output:
-	// SELECT DISTINCT status FROM customers ORDER BY status
-	// SELECT * FROM customers LIMIT 3
+	// SELECT DISTINCT status FROM customers ORDER BY status LIMIT 20
+	// SELECT * FROM customers LIMIT 1
 	// SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name
 }
 
@@ -57,9 +57,9 @@ func TestAfter(t *testing.T) {
 		want       string
 	}{
 		{`SELECT * FROM loans WHERE checked_out > '2024'`, `SQL error: ERROR: relation "loans" does not exist (SQLSTATE 42P01)`, true, look.PostgresTables},
-		{`SELECT COUNT(*) FROM orders WHERE state = 'Shipped'`, `SQL error: no such column: state`, true, "SELECT * FROM orders LIMIT 3"},
-		{`SELECT COUNT(*) FROM orders WHERE state = 'SHIPPED'`, "", false, "SELECT DISTINCT state FROM orders ORDER BY state"},
-		{`SELECT name FROM customers ORDER BY name`, "", false, "SELECT * FROM customers LIMIT 3"},
+		{`SELECT COUNT(*) FROM orders WHERE state = 'Shipped'`, `SQL error: no such column: state`, true, "SELECT * FROM orders LIMIT 1"},
+		{`SELECT COUNT(*) FROM orders WHERE state = 'SHIPPED'`, "", false, "SELECT DISTINCT state FROM orders ORDER BY state LIMIT 20"},
+		{`SELECT name FROM customers ORDER BY name`, "", false, "SELECT * FROM customers LIMIT 1"},
 	} {
 		got, ok := look.After(c.query, c.obs, c.failed)
 		if !ok || got != c.want {

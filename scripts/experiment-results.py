@@ -111,8 +111,8 @@ FORCED_LOOK = re.compile(
     r'<tool_call>\n\{"name": "query_database", "arguments": \{"sql":"(?:'
     r"SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
     r"|SELECT table_name FROM information_schema\.tables WHERE table_schema = current_schema\(\) ORDER BY table_name"
-    r'|SELECT \* FROM (?:\\"[^"\\]*\\"|\w+) LIMIT 3'
-    r'|SELECT DISTINCT (\S+) FROM (?:\\"[^"\\]*\\"|\w+) ORDER BY \1)"\}\}\n</tool_call>')
+    r'|SELECT \* FROM (?:\\"[^"\\]*\\"|\w+) LIMIT [13]'
+    r'|SELECT DISTINCT (\S+) FROM (?:\\"[^"\\]*\\"|\w+) ORDER BY \1(?: LIMIT \d+)?)"\}\}\n</tool_call>')
 
 
 def branch_kind(c: dict, looks: bool) -> str:

@@ -29,6 +29,7 @@
 #   QUICK=1 scripts/experiment.sh         # the whole pipeline in a few minutes (what CI runs)
 #   DATA_ONLY=1 OUT=DIR scripts/experiment.sh   # only the fixtures, training tasks and held-out file (for other models)
 #   LOOKUP_SHARE=1 scripts/experiment.sh  # goldens of questions about one named row find its key, then query by it (docs/tasks.md)
+#   EVAL_MAX_COMPLETION=512 scripts/experiment.sh   # every evaluation's max_completion_length (default 256): room to look and retry
 set -euo pipefail
 cd "$(dirname "$0")/.."
 QUICK="${QUICK:-}"
@@ -46,6 +47,7 @@ PARALLEL="${PARALLEL:-1}"
 SIDE_BY_SIDE="${SIDE_BY_SIDE:-1}" # 1: a seed's GRPO and compute control run at once; 0: one after another
 K="${K:-4}"
 LOOKUP_SHARE="${LOOKUP_SHARE:-0}" # tasks generate --lookup-share: goldens that read a key from their first result
+EVAL_MAX_COMPLETION="${EVAL_MAX_COMPLETION:-256}" # eval --max-completion-length, for every model evaluated
 N_CUSTOMERS=280 N_ODDITIES=140 N_UNSEEN_CUSTOMERS=600 N_UNSEEN_ODDITIES=351 N_LIBRARY=28 MAX_PER_SET=1000
 # unseen questions: at most PER_CATEGORY per fixture and category; N_TRAINED of the training edge cases
 PER_CATEGORY="${PER_CATEGORY:-4}" N_TRAINED="${N_TRAINED:-48}"
@@ -158,7 +160,7 @@ seeded() {
 evaluate() {
   local d="$OUT/seed-$1"
   timed "seed-$1 eval $2" "$bin" eval --model "${3:-$d/$2/final}" --tasks "$OUT/heldout.jsonl" --fixtures "$fx" \
-    --k "$K" --seed 7 --temperature 0.7 --max-completion-length 256 --max-tool-calling-iterations 3 \
+    --k "$K" --seed 7 --temperature 0.7 --max-completion-length "$EVAL_MAX_COMPLETION" --max-tool-calling-iterations 3 \
     --output-dir "$d/eval-$2" --json > "$d/eval-$2.json" 2> "$d/eval-$2.log"
 }
 # run_seed SEED: one seed's models and evaluations, logs in $OUT/seed-SEED/.
