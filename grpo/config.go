@@ -165,7 +165,7 @@ type Config struct {
 	RecoveryForcedOpenerLoss bool `yaml:"recovery_forced_opener_loss"`
 	// RecoveryForcedLook makes a forced continuation look before it retries where the setback was a
 	// query it can read: a whole call, the look a careful engineer takes next (the tables where one was
-	// missing, a few rows of the failed query's table, the values of the column an empty query filtered
+	// missing, a row of the failed query's table, the values of the column an empty query filtered
 	// on), runs first, and the tool-call opener follows its observation; the policy writes the retry's
 	// call. With RecoveryForcedOpenerLoss the look and that opener are trained as the opener alone is.
 	RecoveryForcedLook bool `yaml:"recovery_forced_look"`

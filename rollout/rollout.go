@@ -43,7 +43,7 @@ type Runner struct {
 	// ForceLook makes Branch's forced continuations look before they
 	// retry, where the setback was a query_database call it can read: a
 	// whole call, the look the setback suggests (package look: the tables
-	// where one was missing, a few rows of the failed query's table, the
+	// where one was missing, a row of the failed query's table, the
 	// values of the column an empty query filtered on), runs first, and
 	// the retry's opener follows its observation. Elsewhere they begin
 	// with the tool-call opener alone.
