@@ -76,7 +76,22 @@ func (m *Model) rotary(positions *Node) (cos, sin *Node) {
 	angle := Mul(ExpandAxes(ConvertDType(positions, dtypes.Float32), -1), Reshape(Const(g, invFreq), 1, 1, hd/2)) // [B, T, hd/2]
 	emb := Concatenate([]*Node{angle, angle}, -1)                                                                 // [B, T, hd]
 	emb = ExpandAxes(emb, 2)                                                                                      // [B, T, 1, hd]
-	return Cos(emb), Sin(emb)
+	return materialized(Cos(emb)), materialized(Sin(emb))
+}
+
+// materialized returns x [..., n] through a product with the n x n identity, which is x exactly (each output is one
+// product by 1 plus products by 0) but is a node XLA does not fuse into its consumers. XLA fuses an elementwise
+// producer into every consumer that reads it, so without it the cosines and sines of rotary were evaluated again
+// inside each product that broadcasts them over the heads, per layer, forward and backward (36 cosines of the
+// whole [B, T, headDim] table in the tiny model's GRPO step); with it they are computed once.
+func materialized(x *Node) *Node {
+	n := x.Shape().Dim(-1)
+	eye := make([]float32, n*n)
+	for i := range n {
+		eye[i*n+i] = 1
+	}
+	id := Const(x.Graph(), tensors.FromFlatDataAndDimensions(eye, n, n))
+	return DotGeneral(x, []int{x.Rank() - 1}, nil, id, []int{0}, nil)
 }
 
 // applyRotary rotates x [B, T, heads, headDim]: x*cos + rotate_half(x)*sin, where rotate_half(x) =
