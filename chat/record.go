@@ -10,13 +10,14 @@ type TurnRecord struct {
 }
 
 // CallRecord is one tool call as saved: its name, its arguments (omitted when they are not valid
-// JSON), why it could not be parsed, whether the tool failed, and what it returned.
+// JSON), why it could not be parsed, whether the tool failed, what it returned, and whether it ran at all.
 type CallRecord struct {
 	Name       string          `json:"name"`
 	Arguments  json.RawMessage `json:"arguments,omitempty"`
 	ParseError string          `json:"parse_error,omitempty"`
 	IsError    bool            `json:"is_error,omitempty"`
 	Result     string          `json:"result"`
+	NotRun     bool            `json:"not_run,omitempty"`
 }
 
 // Records returns the trajectory's turns as saved for inspection (never nil).
@@ -25,7 +26,7 @@ func (t *Trajectory) Records() []TurnRecord {
 	for _, turn := range t.Turns {
 		rt := TurnRecord{Text: turn.Text}
 		for _, c := range turn.Calls {
-			rc := CallRecord{Name: c.Call.Name, ParseError: c.ParseError, IsError: c.IsError, Result: c.Text}
+			rc := CallRecord{Name: c.Call.Name, ParseError: c.ParseError, IsError: c.IsError, Result: c.Text, NotRun: c.NotRun}
 			if json.Valid(c.Call.Arguments) {
 				rc.Arguments = c.Call.Arguments
 			}

@@ -48,6 +48,10 @@ type CallResult struct {
 	// Structured is the tool's structured content (for query_database:
 	// {"columns": [...], "rows": [[...]], ...}), nil when it had none.
 	Structured any
+	// NotRun marks a well-formed call written after the trajectory had used
+	// every round of tool execution (max_tool_calling_iterations): recorded,
+	// never executed, so it has no result and is no setback.
+	NotRun bool
 }
 
 // Calls returns every well-formed tool call of the trajectory, in order.

@@ -46,12 +46,14 @@ func ExampleEvaluator() {
 	}
 	report, _ := eval.Summarize(samples, 1)
 	report.WriteTable(os.Stdout)
+	// The lint golden's empty result (a LIMIT 0 look at the columns) is a setback it does not correct: it ends there.
+	//
 	// Output:
-	// category   tasks  traj  errors  success  pass@1  tool acc  halluc  format err  turns     self-corr
-	// overall        8     8       0   100.0%  100.0%    100.0%    0.0%        0.0%   2.50  100.0% (1/1)
-	// integrity      2     2       0   100.0%  100.0%    100.0%    0.0%        0.0%   2.00       - (0/0)
-	// lint           1     1       0   100.0%  100.0%    100.0%    0.0%        0.0%   3.00  100.0% (1/1)
-	// seed           1     1       0   100.0%  100.0%    100.0%    0.0%        0.0%   4.00       - (0/0)
-	// sql-read       3     3       0   100.0%  100.0%    100.0%    0.0%        0.0%   2.00       - (0/0)
-	// sql-write      1     1       0   100.0%  100.0%    100.0%    0.0%        0.0%   3.00       - (0/0)
+	// category   tasks  traj  errors  success  pass@1  tool acc  halluc  format err  turns   self-corr
+	// overall        8     8       0   100.0%  100.0%    100.0%    0.0%        0.0%   2.50  0.0% (0/1)
+	// integrity      2     2       0   100.0%  100.0%    100.0%    0.0%        0.0%   2.00     - (0/0)
+	// lint           1     1       0   100.0%  100.0%    100.0%    0.0%        0.0%   3.00  0.0% (0/1)
+	// seed           1     1       0   100.0%  100.0%    100.0%    0.0%        0.0%   4.00     - (0/0)
+	// sql-read       3     3       0   100.0%  100.0%    100.0%    0.0%        0.0%   2.00     - (0/0)
+	// sql-write      1     1       0   100.0%  100.0%    100.0%    0.0%        0.0%   3.00     - (0/0)
 }

@@ -41,8 +41,10 @@ func TestGoldenHeldoutAndExamples(t *testing.T) {
 					t.Errorf("%s: golden report %+v", path, rep.Metrics)
 				}
 				if db == "sqlite" && path == heldoutTasks {
-					// The held-out goldens recover from failed and empty calls.
-					if rep.NSetback < 8 || rep.SelfCorrectionRate != 1 {
+					// The held-out goldens recover from failed and empty calls, but for two whose empty
+					// result ends them: the answer of heldout-customers-japan-03 is that no row matches, and
+					// heldout-library-overdue-report-09 ends on a LIMIT 0 look at the columns.
+					if rep.NSetback != 18 || rep.NSelfCorrected != 16 {
 						t.Errorf("held-out goldens: %d with a setback, self-correction %v", rep.NSetback, rep.SelfCorrectionRate)
 					}
 					if len(rep.Categories) < 5 {

@@ -84,7 +84,9 @@ type Metrics struct {
 	NSucceeded int `json:"n_succeeded"`
 	NCalls     int `json:"n_calls"`
 	// NSetback counts trajectories with a failed or empty tool call;
-	// NSelfCorrected those of them that succeeded.
+	// NSelfCorrected those of them that succeeded and, after the setback,
+	// ran another call without failing (CallStats.Recovered): a trajectory
+	// that had its answer before it went wrong did not correct itself.
 	NSetback       int `json:"n_setback"`
 	NSelfCorrected int `json:"n_self_corrected"`
 	// NErrors counts trajectories ended by an infrastructure failure (a
@@ -106,8 +108,11 @@ type Report struct {
 type CallStats struct {
 	Calls, Accurate, Hallucinated, Malformed int
 	// Setback is true when a call failed (IsError, malformed) or came back
-	// empty.
-	Setback bool
+	// empty; Recovered when, after the first such call, another call ran
+	// without failing (a look that comes back empty, such as a LIMIT 0 for
+	// the columns, counts). A call that never ran (chat.CallResult.NotRun)
+	// is neither.
+	Setback, Recovered bool
 }
 
 // StatsOf classifies the calls of tr against the catalog.
@@ -131,7 +136,13 @@ func StatsOf(tr *chat.Trajectory, catalog []string) CallStats {
 			case !c.IsError:
 				s.Accurate++
 			}
-			if c.ParseError != "" || c.IsError || Empty(c) {
+			switch {
+			case c.NotRun:
+			case c.ParseError != "" || c.IsError:
+				s.Setback = true
+			case s.Setback:
+				s.Recovered = true
+			case Empty(c):
 				s.Setback = true
 			}
 		}
@@ -199,7 +210,7 @@ func (t *tally) add(s *Sample) {
 	t.malformed += st.Malformed
 	if st.Setback {
 		t.setback++
-		if ok {
+		if ok && st.Recovered {
 			t.corrected++
 		}
 	}

@@ -35,6 +35,10 @@ var scripts = []struct {
 	{"clean", "b", []string{call(rightSQL), answer}},
 	{"hallucinate", "b", []string{"<tool_call>\n{\"name\": \"search_web\", \"arguments\": {\"q\": \"inactive customers\"}}\n</tool_call>", answer}},
 	{"malformed", "b", []string{"<tool_call>\n{\"name\": \"query_database\", \"arguments\": {sql: oops}\n</tool_call>", call(rightSQL), answer}},
+	// Right first, then an empty query: a setback it did not need to recover from.
+	{"right-then-empty", "c", []string{call(rightSQL), call("SELECT id FROM customers WHERE status = 'nobody'"), answer}},
+	// Right first, then calls until the rounds run out: the fourth is written, never run, and is no setback.
+	{"over-the-cap", "c", []string{call(rightSQL), call("SELECT 1"), call("SELECT 2"), call("SELECT 3")}},
 }
 
 // TestSelfCorrectionOnConstructedTrajectories replays scripted agents in the
@@ -68,8 +72,9 @@ func TestSelfCorrectionOnConstructedTrajectories(t *testing.T) {
 	if len(res) != 2*len(scripts) {
 		t.Fatalf("%d samples", len(res))
 	}
-	wantSuccess := map[string]bool{"recover": true, "empty-then-fix": true, "clean": true, "malformed": true}
-	wantSetback := map[string]bool{"recover": true, "give-up": true, "empty-then-fix": true, "hallucinate": true, "malformed": true}
+	wantSuccess := map[string]bool{"recover": true, "empty-then-fix": true, "clean": true, "malformed": true, "right-then-empty": true, "over-the-cap": true}
+	wantSetback := map[string]bool{"recover": true, "give-up": true, "empty-then-fix": true, "hallucinate": true, "malformed": true, "right-then-empty": true}
+	wantRecovered := map[string]bool{"recover": true, "empty-then-fix": true, "malformed": true}
 	for i, s := range res {
 		if s.Task.ID != scripts[i/2].id || s.Index != i%2 {
 			t.Fatalf("sample %d is %s #%d", i, s.Task.ID, s.Index)
@@ -77,9 +82,14 @@ func TestSelfCorrectionOnConstructedTrajectories(t *testing.T) {
 		if s.Success() != wantSuccess[s.Task.ID] {
 			t.Errorf("%s: success %v, want %v (%s)", s.Task.ID, s.Success(), wantSuccess[s.Task.ID], s.Assertions.Reason)
 		}
-		if st := eval.StatsOf(s.Trajectory, s.Catalog); st.Setback != wantSetback[s.Task.ID] {
-			t.Errorf("%s: setback %v, want %v (%+v)", s.Task.ID, st.Setback, wantSetback[s.Task.ID], st)
+		if st := eval.StatsOf(s.Trajectory, s.Catalog); st.Setback != wantSetback[s.Task.ID] || st.Recovered != wantRecovered[s.Task.ID] {
+			t.Errorf("%s: setback %v, recovered %v, want %v, %v (%+v)", s.Task.ID, st.Setback, st.Recovered,
+				wantSetback[s.Task.ID], wantRecovered[s.Task.ID], st)
 		}
+	}
+	capped := res[2*(len(scripts)-1)].Trajectory
+	if last := capped.Turns[len(capped.Turns)-1]; !capped.Truncated || len(last.Calls) != 1 || !last.Calls[0].NotRun || last.Calls[0].Text != "" {
+		t.Errorf("over-the-cap: the fourth call should be recorded as not run (truncated %v, %+v)", capped.Truncated, last.Calls)
 	}
 	rep, err := eval.Summarize(res, 1)
 	if err != nil {
@@ -87,16 +97,22 @@ func TestSelfCorrectionOnConstructedTrajectories(t *testing.T) {
 	}
 	// Per script: calls (accurate, hallucinated, malformed) and turns:
 	// recover 2 (1,0,0) 3; give-up 1 (0,0,0) 2; empty-then-fix 2 (2,0,0) 3;
-	// clean 1 (1,0,0) 2; hallucinate 1 (0,1,0) 2; malformed 2 (1,0,1) 3. Twice each.
+	// clean 1 (1,0,0) 2; hallucinate 1 (0,1,0) 2; malformed 2 (1,0,1) 3;
+	// right-then-empty 2 (2,0,0) 3; over-the-cap 4 (4,0,0) 4. Twice each.
+	// Self-corrected: recover, empty-then-fix and malformed, of 6 with a setback.
 	want := eval.Metrics{
-		SuccessRate: 8.0 / 12, PassAtK: 4.0 / 6, ToolAccuracy: 10.0 / 18, HallucinationRate: 2.0 / 18,
-		FormatErrorRate: 2.0 / 18, MeanTurns: 30.0 / 12, SelfCorrectionRate: 6.0 / 10,
-		NTasks: 6, NTrajectories: 12, NSucceeded: 8, NCalls: 18, NSetback: 10, NSelfCorrected: 6,
+		SuccessRate: 12.0 / 16, PassAtK: 6.0 / 8, ToolAccuracy: 22.0 / 30, HallucinationRate: 2.0 / 30,
+		FormatErrorRate: 2.0 / 30, MeanTurns: 44.0 / 16, SelfCorrectionRate: 6.0 / 12,
+		NTasks: 8, NTrajectories: 16, NSucceeded: 12, NCalls: 30, NSetback: 12, NSelfCorrected: 6,
 	}
 	checkMetrics(t, "overall", &rep.Metrics, &want)
 	checkMetrics(t, "a", rep.Categories["a"], &eval.Metrics{
 		SuccessRate: 0.5, PassAtK: 0.5, ToolAccuracy: 2.0 / 6, HallucinationRate: 0, FormatErrorRate: 0,
 		MeanTurns: 2.5, SelfCorrectionRate: 0.5, NTasks: 2, NTrajectories: 4, NSucceeded: 2, NCalls: 6, NSetback: 4, NSelfCorrected: 2,
+	})
+	checkMetrics(t, "c", rep.Categories["c"], &eval.Metrics{
+		SuccessRate: 1, PassAtK: 1, ToolAccuracy: 1, HallucinationRate: 0, FormatErrorRate: 0,
+		MeanTurns: 3.5, SelfCorrectionRate: 0, NTasks: 2, NTrajectories: 4, NSucceeded: 4, NCalls: 12, NSetback: 2, NSelfCorrected: 0,
 	})
 
 	// The saved trajectory shows the failed call, its error and the breakdown.

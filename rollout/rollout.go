@@ -567,6 +567,9 @@ func (r *Runner) turn(ctx context.Context, s *state, sample policy.Sample, stops
 		return nil
 	case s.rounds >= r.Config.MaxToolCallingIterations:
 		t.Truncated = true
+		for k := range cur.Calls {
+			cur.Calls[k].NotRun = cur.Calls[k].ParseError == ""
+		}
 		return nil
 	}
 	s.rounds++
