@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Settings of XLA's CPU runtime against each other on the tiny model. Each line of $SETTINGS is one setting: shell
+# words of NAME=VALUE put into the environment (XLA_FLAGS for XLA's compiler and runtime, GLIBC_TUNABLES for the
+# malloc XLA's buffers come from), or "default" for none. For each, one GRPO step benchmark
+# (grpo.BenchmarkGRPOStep, 8 x (128 + 128) tokens, 3 timed steps after a compiling one, as scripts/bench-vs-trl.sh
+# times mcprl's step) and one sampling run (mcprl model generate, 8 prompts x 128 new tokens, greedy, 4 repeats),
+# the settings alternated ROUNDS times (default 2) so each sees the machine's load at about the same moments.
+# Each run prints its times and the load average before and after; the end gives each setting's range and its
+# ratio to the first setting's best. Needs scripts/install-xla.sh's plugin. THREADS (default 2) is GOMAXPROCS.
+#
+#   SETTINGS=$'default\nXLA_FLAGS=--xla_cpu_use_xnnpack=true\nGLIBC_TUNABLES=glibc.malloc.hugetlb=1' scripts/bench-xla-settings.sh
+#
+# XLA aborts on a flag its version does not know ("Unknown flag in XLA_FLAGS"); `strings` on the plugin lists them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+THREADS="${THREADS:-2}"
+ROUNDS="${ROUNDS:-2}"
+SETTINGS="${SETTINGS:-default}"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+go build -o "$work/mcprl" ./cmd/mcprl
+go test -c -o "$work/grpo.test" ./grpo
+"$work/mcprl" model init --tokenizer tokenizer/small/qwen2.5-2048 --out "$work/tiny" --seed 1 >/dev/null
+GOMLX_BACKEND= "$work/mcprl" model info --engine xla "$work/tiny" | sed -n 1p | grep -q '^engine: xla' ||
+  { echo "bench-xla-settings: the xla engine did not open (scripts/install-xla.sh)" >&2; exit 1; }
+prompts=$(python3 -c 'import json; print(json.dumps({"prompts": [[(i*31+j*7) % 2048 for j in range(32)] for i in range(8)], "max_new_tokens": 128, "temperature": 0}))')
+export GOMAXPROCS="$THREADS"
+load() { cut -d' ' -f1 /proc/loadavg; }
+# with SETTING CMD...: CMD run with SETTING's assignments in its environment.
+with() {
+  local s=$1
+  shift
+  if [ "$s" = default ]; then "$@"; else eval "env $s \"\$@\""; fi
+}
+mapfile -t settings <<<"$SETTINGS"
+echo "machine: $(nproc) cores; load average (1, 5, 15 min) at start: $(cut -d' ' -f1-3 /proc/loadavg); ${#settings[@]} settings, $ROUNDS rounds"
+for round in $(seq 1 "$ROUNDS"); do
+  for i in "${!settings[@]}"; do
+    s="${settings[$i]:-default}"
+    before=$(load)
+    step_ns=$(with "$s" env GOMLX_BACKEND=xla MCPRL_BENCH_MODEL="$work/tiny" "$work/grpo.test" -test.run '^$' \
+      -test.bench '^BenchmarkGRPOStep$' -test.benchtime 3x -test.count 1 | awk '/^BenchmarkGRPOStep/ {print $3}')
+    gen=$(echo "$prompts" | with "$s" env GOMLX_BACKEND= "$work/mcprl" model generate --engine xla --model "$work/tiny" --repeat 4 2>"$work/gen.err") ||
+      { cat "$work/gen.err" >&2; exit 1; }
+    echo "{\"setting\": $i, \"round\": $round, \"load_before\": $before, \"load_after\": $(load), \"step_ns\": $step_ns, \"gen\": $gen}" >>"$work/runs.jsonl"
+    python3 - "$work/runs.jsonl" "$s" <<'PY'
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1])][-1]
+print(f"round {r['round']} [{sys.argv[2]}] (load {r['load_before']:.1f} -> {r['load_after']:.1f}): "
+      f"GRPO step {r['step_ns'] / 1e9:.3f} s; sampling {8 * 128 / min(r['gen']['seconds'][1:]):.0f} tokens/s; "
+      f"first completion's first ids {r['gen']['completions'][0][:6]}")
+PY
+  done
+done
+python3 - "$work/runs.jsonl" "$SETTINGS" <<'PY'
+import json, sys
+runs, names = [json.loads(l) for l in open(sys.argv[1])], sys.argv[2].split("\n")
+by = {i: [r for r in runs if r["setting"] == i] for i in range(len(names))}
+base_step = min(r["step_ns"] for r in by[0]) / 1e9
+base_tps = max(8 * 128 / min(r["gen"]["seconds"][1:]) for r in by[0])
+print("| setting | GRPO step, s | vs first | sampling, tokens/s | vs first | greedy tokens as the first's |")
+print("|---|---|---|---|---|---|")
+for i, name in enumerate(names):
+    steps = [r["step_ns"] / 1e9 for r in by[i]]
+    tps = [8 * 128 / min(r["gen"]["seconds"][1:]) for r in by[i]]
+    same = all(r["gen"]["completions"] == by[0][0]["gen"]["completions"] for r in by[i])
+    print(f"| {name or 'default'} | {min(steps):.3f}-{max(steps):.3f} | {base_step / min(steps):.2f}x | "
+          f"{min(tps):.0f}-{max(tps):.0f} | {max(tps) / base_tps:.2f}x | {'yes' if same else 'no'} |")
+print(f"load average during the runs {min(min(r['load_before'], r['load_after']) for r in runs):.1f}-"
+      f"{max(max(r['load_before'], r['load_after']) for r in runs):.1f}")
+PY
