@@ -105,6 +105,19 @@ def eval_retries(out: str, seed: str, model: str) -> "tuple | None":
     return sum(retried(c) for c in cs), len(cs)
 
 
+@functools.cache
+def eval_unanswered(out: str, seed: str, model: str) -> "tuple | None":
+    """(unanswered, succeeded): a model's held-out successes, and of those the ones that ended without an answer
+    (cut off, or no text after the last call): a SQL oracle holds when any result had its rows, answer or not."""
+    try:
+        lines = open(f"{out}/seed-{seed}/eval-{model}/trajectories.jsonl").readlines()
+    except OSError:
+        return None
+    cs = [json.loads(l) for l in lines]
+    cs = [c for c in cs if c.get("category", "").split("/")[0] in HELD_OUT and c.get("success")]
+    return sum(not (c.get("answer") or "").strip() for c in cs), len(cs)
+
+
 # The looks recovery_forced_look forces (look.After), as the first turn of a forced continuation: how runs made
 # before completions.jsonl had branch_forced_look tell them from a forced opener the policy completed.
 FORCED_LOOK = re.compile(
@@ -251,11 +264,12 @@ def main(out: str, seeds: list) -> None:
     # never tries a second query, whatever the first returned).
     # Retried: of the held-out trajectories that met a setback, those that called a tool again (well-formed) after
     # it: whether the policy tries to recover at all, which self-correction needs first.
+    # Unanswered: held-out successes that ended without an answer (the oracle's rows in some result, no answer).
     print("| every held-out task | model | format error rate | tool calls per trajectory | setbacks self-corrected "
-          "| held-out setbacks retried |")
-    print("|---|---|---|---|---|---|")
+          "| held-out setbacks retried | held-out successes without an answer |")
+    print("|---|---|---|---|---|---|---|")
     for m, name in all_models:
-        fe, calls, per, rt, rper = [], [], [], [], []
+        fe, calls, per, rt, rper, uper = [], [], [], [], [], []
         for s in seeds:
             rep = report(out, s, m)
             if rep is None:
@@ -267,7 +281,11 @@ def main(out: str, seeds: list) -> None:
             if r is not None and r[1]:
                 rt.append(r[0] / r[1])
                 rper.append(f"{s}: {r[0]}/{r[1]}")
-        print(f"| all | {name} | {fmt(fe)} | {fmt(calls)} | {'; '.join(per)} | {fmt(rt)} ({'; '.join(rper)}) |")
+            u = eval_unanswered(out, s, m)
+            if u is not None:
+                uper.append(f"{s}: {u[0]}/{u[1]}")
+        print(f"| all | {name} | {fmt(fe)} | {fmt(calls)} | {'; '.join(per)} | {fmt(rt)} ({'; '.join(rper)}) "
+              f"| {'; '.join(uper)} |")
     print()
     # The goal: GRPO's success on the held-out edge cases at least 30 points above SFT's, self-correction up.
     # For GRPO's evaluated checkpoints, the success rates alone, after the final model's lines.
