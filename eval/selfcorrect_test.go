@@ -37,7 +37,8 @@ var scripts = []struct {
 	{"malformed", "b", []string{"<tool_call>\n{\"name\": \"query_database\", \"arguments\": {sql: oops}\n</tool_call>", call(rightSQL), answer}},
 	// Right first, then an empty query: a setback it did not need to recover from.
 	{"right-then-empty", "c", []string{call(rightSQL), call("SELECT id FROM customers WHERE status = 'nobody'"), answer}},
-	// Right first, then calls until the rounds run out: the fourth is written, never run, and is no setback.
+	// Right first, then calls until the rounds run out: the fourth is written, never run, and is no setback;
+	// the trajectory never answers, so it fails (a question's assertions hold only for an answer).
 	{"over-the-cap", "c", []string{call(rightSQL), call("SELECT 1"), call("SELECT 2"), call("SELECT 3")}},
 }
 
@@ -72,7 +73,7 @@ func TestSelfCorrectionOnConstructedTrajectories(t *testing.T) {
 	if len(res) != 2*len(scripts) {
 		t.Fatalf("%d samples", len(res))
 	}
-	wantSuccess := map[string]bool{"recover": true, "empty-then-fix": true, "clean": true, "malformed": true, "right-then-empty": true, "over-the-cap": true}
+	wantSuccess := map[string]bool{"recover": true, "empty-then-fix": true, "clean": true, "malformed": true, "right-then-empty": true}
 	wantSetback := map[string]bool{"recover": true, "give-up": true, "empty-then-fix": true, "hallucinate": true, "malformed": true, "right-then-empty": true}
 	wantRecovered := map[string]bool{"recover": true, "empty-then-fix": true, "malformed": true}
 	for i, s := range res {
@@ -101,9 +102,9 @@ func TestSelfCorrectionOnConstructedTrajectories(t *testing.T) {
 	// right-then-empty 2 (2,0,0) 3; over-the-cap 4 (4,0,0) 4. Twice each.
 	// Self-corrected: recover, empty-then-fix and malformed, of 6 with a setback.
 	want := eval.Metrics{
-		SuccessRate: 12.0 / 16, PassAtK: 6.0 / 8, ToolAccuracy: 22.0 / 30, HallucinationRate: 2.0 / 30,
+		SuccessRate: 10.0 / 16, PassAtK: 5.0 / 8, ToolAccuracy: 22.0 / 30, HallucinationRate: 2.0 / 30,
 		FormatErrorRate: 2.0 / 30, MeanTurns: 44.0 / 16, SelfCorrectionRate: 6.0 / 12,
-		NTasks: 8, NTrajectories: 16, NSucceeded: 12, NCalls: 30, NSetback: 12, NSelfCorrected: 6,
+		NTasks: 8, NTrajectories: 16, NSucceeded: 10, NCalls: 30, NSetback: 12, NSelfCorrected: 6,
 	}
 	checkMetrics(t, "overall", &rep.Metrics, &want)
 	checkMetrics(t, "a", rep.Categories["a"], &eval.Metrics{
@@ -111,8 +112,8 @@ func TestSelfCorrectionOnConstructedTrajectories(t *testing.T) {
 		MeanTurns: 2.5, SelfCorrectionRate: 0.5, NTasks: 2, NTrajectories: 4, NSucceeded: 2, NCalls: 6, NSetback: 4, NSelfCorrected: 2,
 	})
 	checkMetrics(t, "c", rep.Categories["c"], &eval.Metrics{
-		SuccessRate: 1, PassAtK: 1, ToolAccuracy: 1, HallucinationRate: 0, FormatErrorRate: 0,
-		MeanTurns: 3.5, SelfCorrectionRate: 0, NTasks: 2, NTrajectories: 4, NSucceeded: 4, NCalls: 12, NSetback: 2, NSelfCorrected: 0,
+		SuccessRate: 0.5, PassAtK: 0.5, ToolAccuracy: 1, HallucinationRate: 0, FormatErrorRate: 0,
+		MeanTurns: 3.5, SelfCorrectionRate: 0, NTasks: 2, NTrajectories: 4, NSucceeded: 2, NCalls: 12, NSetback: 2, NSelfCorrected: 0,
 	})
 
 	// The saved trajectory shows the failed call, its error and the breakdown.

@@ -227,10 +227,16 @@ func (a *Assertions) Score(ctx context.Context, in *Input) (Score, error) {
 		stateHolds = stateHolds && c.Held
 		add(c)
 	}
+	unanswered := ""
+	if !writeTask {
+		unanswered = unansweredWhy(in.Trajectory)
+	}
 	for _, src := range in.Task.GroundTruthAssertions {
 		var c Check
 		var err error
 		switch {
+		case unanswered != "":
+			c = Check{Name: src, Why: unanswered}
 		case !IsSQL(src):
 			c, err = a.checkExpr(src, facts)
 		case writeTask && !stateHolds:
@@ -251,6 +257,19 @@ func (a *Assertions) Score(ctx context.Context, in *Input) (Score, error) {
 	out.Value = float64(held) / float64(len(out.Checks))
 	out.Reason = fmt.Sprintf("%d of %d assertions hold", held, len(out.Checks))
 	return out, nil
+}
+
+// unansweredWhy says why a question's trajectory holds no assertion: it was cut off (by max_completion_length
+// or max_tool_calling_iterations) before it answered; "" otherwise. Without it a trajectory that queried until
+// its rounds ran out, never answering, held every SQL oracle one of its results happened to show, and the GRPO
+// policy of the experiment's run 17 learned exactly that (17 of its 18 held-out successes were cut off at the
+// round limit, the 18th ended with no text). A trajectory that stops with an empty answer is not caught here:
+// a completion scored on its tool calls alone (an environment session, mcprl score) has no answer to read.
+func unansweredWhy(t *chat.Trajectory) string {
+	if t != nil && t.Truncated {
+		return "the trajectory was cut off before it answered: a question's assertions hold only for an answer"
+	}
+	return ""
 }
 
 // checkState checks one state assertion on the trajectory's database as
