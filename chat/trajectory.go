@@ -18,6 +18,11 @@ type Trajectory struct {
 	// Truncated is true when the trajectory hit max_completion_length or
 	// max_tool_calling_iterations instead of ending with end-of-turn.
 	Truncated bool
+	// Stopped is true when the policy itself ended its last turn without a
+	// tool call (end-of-turn), so Answer is all it said, possibly nothing.
+	// A rollout sets it; a trajectory rebuilt from tool calls alone (an
+	// environment session, a replayed completion) leaves it false.
+	Stopped bool
 
 	// Token-level record (token-in, token-out): PromptLen prompt tokens,
 	// then every sampled and observation token in order. Mask is 1 for a

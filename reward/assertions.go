@@ -263,11 +263,16 @@ func (a *Assertions) Score(ctx context.Context, in *Input) (Score, error) {
 // or max_tool_calling_iterations) before it answered; "" otherwise. Without it a trajectory that queried until
 // its rounds ran out, never answering, held every SQL oracle one of its results happened to show, and the GRPO
 // policy of the experiment's run 17 learned exactly that (17 of its 18 held-out successes were cut off at the
-// round limit, the 18th ended with no text). A trajectory that stops with an empty answer is not caught here:
-// a completion scored on its tool calls alone (an environment session, mcprl score) has no answer to read.
+// round limit, the 18th stopped with no text). A trajectory rebuilt from its tool calls alone (an environment
+// session, mcprl score on calls) has no last turn to read and is not judged here (chat.Trajectory.Stopped).
 func unansweredWhy(t *chat.Trajectory) string {
-	if t != nil && t.Truncated {
+	switch {
+	case t == nil:
+		return ""
+	case t.Truncated:
 		return "the trajectory was cut off before it answered: a question's assertions hold only for an answer"
+	case t.Stopped && strings.TrimSpace(t.Answer) == "":
+		return "the trajectory stopped without an answer: a question's assertions hold only for an answer"
 	}
 	return ""
 }

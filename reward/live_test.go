@@ -337,6 +337,25 @@ func TestAssertionsNeedAnAnswer(t *testing.T) {
 		if s.Value != 0 || len(s.Checks) != 1 || !strings.Contains(s.Checks[0].Why, "cut off before it answered") {
 			t.Errorf("cut off: %v %+v", s.Value, s.Checks)
 		}
+		// Stopped with nothing after the query (a rollout's end-of-turn): no answer either. Rebuilt from the
+		// calls alone (not Stopped, as an environment session is), the result still holds.
+		sb, err := fac.Fork(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sb.Close()
+		traj, err := Replay(ctx, sb, list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, err := a.Score(ctx, &Input{Task: tasks["customers-flag-mismatch-008"], Trajectory: traj, Sandbox: sb}); err != nil || s.Value != 1 {
+			t.Errorf("calls alone: %v %v", s.Value, err)
+		}
+		traj.Stopped = true
+		if s, err := a.Score(ctx, &Input{Task: tasks["customers-flag-mismatch-008"], Trajectory: traj, Sandbox: sb}); err != nil || s.Value != 0 ||
+			!strings.Contains(s.Checks[0].Why, "stopped without an answer") {
+			t.Errorf("stopped without an answer: %v %+v %v", s.Value, s.Checks, err)
+		}
 		update := q("UPDATE customers SET status = 'inactive' WHERE LOWER(TRIM(status)) = 'inactive' AND status <> 'inactive'") +
 			q("SELECT COUNT(*) FROM customers WHERE status = 'inactive'")
 		if s := score("customers-normalize-status-004", update, true); s.Value != 1 {

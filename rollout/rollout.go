@@ -563,7 +563,7 @@ func (r *Runner) turn(ctx context.Context, s *state, sample policy.Sample, stops
 		t.Answer = toolcall.StripCalls(text)
 		return nil
 	case last != stops.toolStop:
-		t.Answer = toolcall.StripCalls(text)
+		t.Answer, t.Stopped = toolcall.StripCalls(text), true
 		return nil
 	case s.rounds >= r.Config.MaxToolCallingIterations:
 		t.Truncated = true
