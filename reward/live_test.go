@@ -69,6 +69,12 @@ func lint(path string) string {
 // scoreLive replays text in a fresh fork and scores it with f.
 func scoreLive(t *testing.T, fac *sandbox.Factory, tk *task.Task, f Func, text string) Score {
 	t.Helper()
+	return scoreEdited(t, fac, tk, f, text, func(*chat.Trajectory) {})
+}
+
+// scoreEdited replays text in a fresh fork, lets edit mark how the trajectory ended, and scores it with f.
+func scoreEdited(t *testing.T, fac *sandbox.Factory, tk *task.Task, f Func, text string, edit func(*chat.Trajectory)) Score {
+	t.Helper()
 	ctx := context.Background()
 	sb, err := fac.Fork(ctx)
 	if err != nil {
@@ -79,6 +85,7 @@ func scoreLive(t *testing.T, fac *sandbox.Factory, tk *task.Task, f Func, text s
 	if err != nil {
 		t.Fatal(err)
 	}
+	edit(traj)
 	s, err := f.Score(ctx, &Input{Task: tk, Trajectory: traj, Sandbox: sb})
 	if err != nil {
 		t.Fatal(err)
@@ -309,57 +316,32 @@ func TestAssertionsHostile(t *testing.T) {
 func TestAssertionsNeedAnAnswer(t *testing.T) {
 	_, tasks := example(t)
 	backends(t, func(t *testing.T, fac *sandbox.Factory) {
-		ctx := context.Background()
 		a := NewAssertions()
-		score := func(id, text string, truncated bool) Score {
-			t.Helper()
-			sb, err := fac.Fork(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer sb.Close()
-			traj, err := Replay(ctx, sb, text)
-			if err != nil {
-				t.Fatal(err)
-			}
-			traj.Truncated = truncated
-			s, err := a.Score(ctx, &Input{Task: tasks[id], Trajectory: traj, Sandbox: sb})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s
-		}
 		list := q("SELECT id FROM customers WHERE is_active = TRUE AND LOWER(TRIM(status)) = 'inactive' ORDER BY id")
-		if s := score("customers-flag-mismatch-008", list+"Those are the ids.", false); s.Value != 1 {
-			t.Errorf("answered: %v (%s)", s.Value, s.Reason)
-		}
-		s := score("customers-flag-mismatch-008", list, true)
-		if s.Value != 0 || len(s.Checks) != 1 || !strings.Contains(s.Checks[0].Why, "cut off before it answered") {
-			t.Errorf("cut off: %v %+v", s.Value, s.Checks)
-		}
-		// Stopped with nothing after the query (a rollout's end-of-turn): no answer either. Rebuilt from the
-		// calls alone (not Stopped, as an environment session is), the result still holds.
-		sb, err := fac.Fork(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sb.Close()
-		traj, err := Replay(ctx, sb, list)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s, err := a.Score(ctx, &Input{Task: tasks["customers-flag-mismatch-008"], Trajectory: traj, Sandbox: sb}); err != nil || s.Value != 1 {
-			t.Errorf("calls alone: %v %v", s.Value, err)
-		}
-		traj.Stopped = true
-		if s, err := a.Score(ctx, &Input{Task: tasks["customers-flag-mismatch-008"], Trajectory: traj, Sandbox: sb}); err != nil || s.Value != 0 ||
-			!strings.Contains(s.Checks[0].Why, "stopped without an answer") {
-			t.Errorf("stopped without an answer: %v %+v %v", s.Value, s.Checks, err)
-		}
 		update := q("UPDATE customers SET status = 'inactive' WHERE LOWER(TRIM(status)) = 'inactive' AND status <> 'inactive'") +
 			q("SELECT COUNT(*) FROM customers WHERE status = 'inactive'")
-		if s := score("customers-normalize-status-004", update, true); s.Value != 1 {
-			t.Errorf("a change, cut off after it: %v (%s)", s.Value, s.Reason)
+		cutOff := func(tr *chat.Trajectory) { tr.Truncated = true }
+		stopped := func(tr *chat.Trajectory) { tr.Stopped = true }
+		asIs := func(*chat.Trajectory) {}
+		for _, c := range []struct {
+			name, task, text string
+			edit             func(*chat.Trajectory)
+			want             float64
+			why              string
+		}{
+			{"answered", "customers-flag-mismatch-008", list + "Those are the ids.", stopped, 1, ""},
+			{"cut off", "customers-flag-mismatch-008", list, cutOff, 0, "cut off before it answered"},
+			// Stopped with nothing after the query (a rollout's end-of-turn): no answer either.
+			{"stopped without an answer", "customers-flag-mismatch-008", list, stopped, 0, "stopped without an answer"},
+			// Rebuilt from the calls alone (not Stopped, as an environment session is): scored on its calls.
+			{"calls alone", "customers-flag-mismatch-008", list, asIs, 1, ""},
+			// A task that asks for a change is scored on its state, cut off or not.
+			{"a change, cut off after it", "customers-normalize-status-004", update, cutOff, 1, ""},
+		} {
+			s := scoreEdited(t, fac, tasks[c.task], a, c.text, c.edit)
+			if s.Value != c.want || (c.why != "" && (len(s.Checks) != 1 || !strings.Contains(s.Checks[0].Why, c.why))) {
+				t.Errorf("%s: %v, want %v (%q): %+v", c.name, s.Value, c.want, c.why, s.Checks)
+			}
 		}
 	})
 }
