@@ -104,9 +104,9 @@ func TestAssertionsLive(t *testing.T) {
 			// The user's task: the count oracle and exit_code == 0.
 			{"customers-inactive-001", q("SELECT COUNT(*) FROM customers WHERE status = 'inactive'") + lint("inactive_customers.sql") + "There are 7 inactive customers.", 1},
 			// Another query with the same result (alias, different aggregate) holds too.
-			{"customers-inactive-001", q("SELECT COUNT(id) AS n FROM customers WHERE status='inactive'") + lint("inactive_customers.sql") + "That is the count.", 1},
+			{"customers-inactive-001", q("SELECT COUNT(id) AS n FROM customers WHERE status='inactive'") + lint("inactive_customers.sql"), 1},
 			// A broken file: the linter exits non-zero.
-			{"customers-inactive-001", q("SELECT COUNT(*) FROM customers WHERE status = 'inactive'") + lint("cleanup_inactive.sql") + "There are 7; the file fails.", 0.5},
+			{"customers-inactive-001", q("SELECT COUNT(*) FROM customers WHERE status = 'inactive'") + lint("cleanup_inactive.sql"), 0.5},
 			// The wrong count (13 variants) stated and queried.
 			{"customers-inactive-001", q("SELECT COUNT(*) FROM customers WHERE LOWER(TRIM(status)) = 'inactive'") + "13 inactive customers.", 0},
 			// Answering without querying: the right number, but never surfaced by a query.
@@ -115,17 +115,17 @@ func TestAssertionsLive(t *testing.T) {
 			{"customers-inactive-variants-002", q("SELECT id FROM customers WHERE LOWER(TRIM(status)) = 'inactive'") + "So 13 customers are inactive.", 1},
 			{"customers-inactive-variants-002", q("SELECT id FROM customers WHERE LOWER(TRIM(status)) = 'inactive'") + "So 130 customers are inactive.", 0},
 			// Order-insensitive without ORDER BY... and order-sensitive with it.
-			{"customers-flag-mismatch-008", q("SELECT id FROM customers WHERE is_active = TRUE AND LOWER(TRIM(status)) = 'inactive' ORDER BY id") + "Those are the ids.", 1},
-			{"customers-flag-mismatch-008", q("SELECT id FROM customers WHERE is_active = TRUE AND LOWER(TRIM(status)) = 'inactive' ORDER BY id DESC") + "Those are the ids.", 0},
+			{"customers-flag-mismatch-008", q("SELECT id FROM customers WHERE is_active = TRUE AND LOWER(TRIM(status)) = 'inactive' ORDER BY id"), 1},
+			{"customers-flag-mismatch-008", q("SELECT id FROM customers WHERE is_active = TRUE AND LOWER(TRIM(status)) = 'inactive' ORDER BY id DESC"), 0},
 			// Type tolerance: a NUMERIC sum stated as text.
 			// The stated sum holds where a result shows it among its cells...
 			{"customers-inactive-orders-006", q("SELECT 'inactive' AS status, ROUND(SUM(o.total), 2) AS total FROM orders o JOIN customers c ON c.id = o.customer_id WHERE LOWER(TRIM(c.status)) = 'inactive'") + "Orders of inactive customers total 3,915.70.", 1},
 			// ...and is a guess where no result shows it, however right.
 			{"customers-inactive-orders-006", q("SELECT COUNT(*) FROM customers") + "Orders of inactive customers total 3,915.70.", 0},
-			{"customers-inactive-orders-006", q("SELECT CAST(ROUND(SUM(o.total), 2) AS TEXT) FROM orders o JOIN customers c ON c.id = o.customer_id WHERE LOWER(TRIM(c.status)) = 'inactive'") + "That is the total.", 1},
+			{"customers-inactive-orders-006", q("SELECT CAST(ROUND(SUM(o.total), 2) AS TEXT) FROM orders o JOIN customers c ON c.id = o.customer_id WHERE LOWER(TRIM(c.status)) = 'inactive'"), 1},
 			// Expressions: exit_code != 0 and called("run_linter").
-			{"customers-lint-broken-005", lint("cleanup_inactive.sql") + "The linter reports errors.", 1},
-			{"customers-lint-broken-005", lint("inactive_customers.sql") + "The linter reports errors.", 0.5},
+			{"customers-lint-broken-005", lint("cleanup_inactive.sql"), 1},
+			{"customers-lint-broken-005", lint("inactive_customers.sql"), 0.5},
 			{"customers-lint-broken-005", "", 0},
 			// A task that asks for a change: its state_assertions (3) hold on
 			// the fork after the UPDATE, and the question's oracle runs there.

@@ -218,15 +218,6 @@ func cellOf(obs string) string {
 	return ""
 }
 
-// answerOf answers after a query observation: its one cell, or words that state no value (a question's
-// assertions hold only for an answer).
-func answerOf(obs string) string {
-	if c := cellOf(obs); c != "" {
-		return c
-	}
-	return "Those are the rows."
-}
-
 var (
 	quotedName = regexp.MustCompile(`answer contains "([^"]+)"`)
 	fileName   = regexp.MustCompile(`[\w.-]+\.sql`)
@@ -281,10 +272,10 @@ func checkEdge(t *testing.T, fac *sandbox.Factory, tk *task.Task, trap string) {
 		t.Fatalf("%s: no trap recorded for the %s edge case", tk.ID, tk.Category)
 	}
 	oracle := tk.GroundTruthAssertions[0]
-	if v, traj := score(query(oracle), answerOf); v != 1 {
+	if v, traj := score(query(oracle), cellOf); v != 1 {
 		t.Errorf("%s: running the oracle itself scores %v: %s", tk.ID, v, traj.Calls()[0].Text)
 	}
-	v, traj := score(query(trap), answerOf)
+	v, traj := score(query(trap), cellOf)
 	if v != 0 {
 		t.Errorf("%s (%s) %q: the natural first query %s scores %v", tk.ID, tk.Category, tk.Task, trap, v)
 	}

@@ -134,7 +134,7 @@ func TestScoreLive(t *testing.T) {
 		{"customers-inactive-001", "There are 7 inactive customers."},
 		{"customers-inactive-001", good + call("drop_database", "{}")},
 		{"no-such-task", good},
-		{"customers-inactive-variants-002", call("query_database", `{"sql": "SELECT COUNT(*) FROM customers WHERE LOWER(TRIM(status)) = 'inactive'"}`) + "13 are inactive."},
+		{"customers-inactive-variants-002", call("query_database", `{"sql": "SELECT COUNT(*) FROM customers WHERE LOWER(TRIM(status)) = 'inactive'"}`)},
 	} {
 		line, _ := json.Marshal(map[string]string{"task_id": c.id, "completion": c.text})
 		b.Write(line)
