@@ -105,9 +105,13 @@ func (t *Trainer) Train(ctx context.Context, resume bool) error {
 		Label:   "train", Show: []string{"reward"}, Progress: t.Progress,
 	}
 	var gen *generation
+	// Where the time goes (metrics timing/*, and the summary line): generation batches (the sampler's refresh,
+	// rollouts against the sandboxes, rewards, advantages) and optimizer steps (log-probs, forward, backward, AdamW).
+	var genDur, stepDur time.Duration
 	step := func(ctx context.Context, st *train.State, lr float64, w *train.LogWindow) (train.StepResult, error) {
 		offset := st.GlobalStep % cycleSteps
 		if gen == nil || offset == 0 {
+			began := time.Now()
 			if err := t.refreshSampler(st.GlobalStep); err != nil {
 				return train.StepResult{}, err
 			}
@@ -115,16 +119,23 @@ func (t *Trainer) Train(ctx context.Context, resume bool) error {
 			if gen, err = t.generate(ctx, st); err != nil {
 				return train.StepResult{}, err
 			}
+			took := time.Since(began)
+			genDur += took
 			w.AddAll(gen.metrics)
+			w.Add("timing/generation_seconds", took.Seconds())
 		}
 		// What sampling freed goes back before the step's buffer is taken, and what the step freed before the
 		// next phase: the C allocator keeps it otherwise (model.ReleaseMemory).
+		began := time.Now()
 		model.ReleaseMemory()
 		loss, gradNorm, stepMetrics, err := t.optimizerStep(gen, offset, lr)
 		model.ReleaseMemory()
 		if err != nil {
 			return train.StepResult{}, err
 		}
+		took := time.Since(began)
+		stepDur += took
+		w.Add("timing/optimizer_step_seconds", took.Seconds())
 		for _, m := range stepMetrics {
 			w.AddAll(m)
 		}
@@ -138,7 +149,12 @@ func (t *Trainer) Train(ctx context.Context, resume bool) error {
 		return fmt.Errorf("grpo: %w", err)
 	}
 	if t.Progress != nil {
-		line := summary(st, firstStep, time.Since(start), filepath.Join(cfg.OutputDir, "final"))
+		took := time.Since(start)
+		line := summary(st, firstStep, took, filepath.Join(cfg.OutputDir, "final"))
+		if took > 0 && genDur+stepDur > 0 {
+			line += fmt.Sprintf("; time in generation %.0f%%, in optimizer steps %.0f%%",
+				100*genDur.Seconds()/took.Seconds(), 100*stepDur.Seconds()/took.Seconds())
+		}
 		if t.refreshes > 0 {
 			n, bytes := t.sampler.Synced()
 			line += fmt.Sprintf("; sampling copy refreshes: %d (%d tensors, %.1f MiB, %.1f ms each)",

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -122,7 +123,7 @@ func resumeAfterKill(t *testing.T, cfg string) {
 	if err != nil {
 		t.Fatalf("uninterrupted run: %v\n%s", err, out)
 	}
-	if !regexp.MustCompile(`done: 4 steps in \S+, [0-9.]+ s/step; reward [0-9.]+ at step 1 -> [0-9.]+ at step 4; model in `).Match(out) {
+	if !regexp.MustCompile(`done: 4 steps in \S+, [0-9.]+ s/step; reward [0-9.]+ at step 1 -> [0-9.]+ at step 4; model in \S+; time in generation \d+%, in optimizer steps \d+%`).Match(out) {
 		t.Errorf("the uninterrupted run's summary:\n%s", out)
 	}
 
@@ -171,6 +172,12 @@ func resumeAfterKill(t *testing.T, cfg string) {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
+			if strings.HasPrefix(k, "timing/") { // wall-clock seconds: a run's own
+				if gf, ok := got[step][k].(float64); !ok || gf <= 0 {
+					t.Errorf("step %d %s: resumed %v, want a positive number of seconds", step, k, got[step][k])
+				}
+				continue
+			}
 			w, g := want[step][k], got[step][k]
 			wf, wok := w.(float64)
 			gf, gok := g.(float64)
