@@ -15,7 +15,9 @@
 # ENGINE's) is the engine mcprl samples on, as `sampling_engine` makes `mcprl train` sample on a copy of the weights
 # there (a refresh of the copy, milliseconds, is not in either number). TRL's step runs in float32 as mcprl's does
 # (GRPOConfig's bf16 defaults to True: CPU autocast to bfloat16, fast only where the CPU has bfloat16 instructions);
-# TRL_BF16=1 measures TRL's default instead. Needs scripts/test-setup.sh's .venv.
+# TRL_BF16=1 measures TRL's default instead. MODEL (a model directory in Hugging Face's format, e.g. the SmolLM2 that
+# `mcprl model import` makes) runs both sides on that model instead of the tiny one: every weight trained, the same
+# shapes. Needs scripts/test-setup.sh's .venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 THREADS="${THREADS:-2}"
@@ -24,14 +26,15 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 go build -o "$work/mcprl" ./cmd/mcprl
 go test -c -o "$work/grpo.test" ./grpo
-"$work/mcprl" model init --tokenizer tokenizer/small/qwen2.5-2048 --out "$work/tiny" --seed 1 >/dev/null
-engine=$(GOMLX_BACKEND= "$work/mcprl" model info --engine "${ENGINE:-auto}" "$work/tiny" | sed -n '1s/^engine: \([a-z]*\).*/\1/p')
+model="${MODEL:-$work/tiny}"
+[ -n "${MODEL:-}" ] || "$work/mcprl" model init --tokenizer tokenizer/small/qwen2.5-2048 --out "$model" --seed 1 >/dev/null
+engine=$(GOMLX_BACKEND= "$work/mcprl" model info --engine "${ENGINE:-auto}" "$model" | sed -n '1s/^engine: \([a-z]*\).*/\1/p')
 case "$engine" in
   xla) gomlx_backend=xla ;;
   simplego) gomlx_backend=go ;;
   *) echo "bench-vs-trl: engine ${ENGINE:-auto} did not open" >&2; exit 1 ;;
 esac
-sampling=$(GOMLX_BACKEND= "$work/mcprl" model info --engine "${SAMPLING_ENGINE:-$engine}" "$work/tiny" | sed -n '1s/^engine: \([a-z]*\).*/\1/p')
+sampling=$(GOMLX_BACKEND= "$work/mcprl" model info --engine "${SAMPLING_ENGINE:-$engine}" "$model" | sed -n '1s/^engine: \([a-z]*\).*/\1/p')
 [ -n "$sampling" ] || { echo "bench-vs-trl: sampling engine ${SAMPLING_ENGINE} did not open" >&2; exit 1; }
 prompts=$(python3 -c 'import json; print(json.dumps({"prompts": [[(i*31+j*7) % 2048 for j in range(32)] for i in range(8)], "max_new_tokens": 128, "temperature": 0}))')
 
@@ -42,10 +45,10 @@ load() { cut -d' ' -f1 /proc/loadavg; }
 echo "machine: $(nproc) cores; mcprl engine: $engine, sampling on $sampling; load average (1, 5, 15 min) at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 for run in $(seq 1 "$RUNS"); do
   before=$(load)
-  trl_json=$(.venv/bin/python python/bench/bench_trl.py "$work/tiny" "$THREADS" "$trl_precision" 2>"$work/trl.err" | tail -1) || { cat "$work/trl.err" >&2; exit 1; }
-  step_ns=$(GOMLX_BACKEND="$gomlx_backend" MCPRL_BENCH_MODEL="$work/tiny" "$work/grpo.test" -test.run '^$' -test.bench '^BenchmarkGRPOStep$' -test.benchtime 3x -test.count 1 |
+  trl_json=$(.venv/bin/python python/bench/bench_trl.py "$model" "$THREADS" "$trl_precision" 2>"$work/trl.err" | tail -1) || { cat "$work/trl.err" >&2; exit 1; }
+  step_ns=$(GOMLX_BACKEND="$gomlx_backend" MCPRL_BENCH_MODEL="$model" "$work/grpo.test" -test.run '^$' -test.bench '^BenchmarkGRPOStep$' -test.benchtime 3x -test.count 1 |
     awk '/^BenchmarkGRPOStep/ {print $3}')
-  gen_json=$(echo "$prompts" | GOMLX_BACKEND= "$work/mcprl" model generate --engine "$sampling" --model "$work/tiny" --repeat 4 2>"$work/gen.err") || { cat "$work/gen.err" >&2; exit 1; }
+  gen_json=$(echo "$prompts" | GOMLX_BACKEND= "$work/mcprl" model generate --engine "$sampling" --model "$model" --repeat 4 2>"$work/gen.err") || { cat "$work/gen.err" >&2; exit 1; }
   echo "{\"run\": $run, \"load_before\": $before, \"load_after\": $(load), \"trl\": $trl_json, \"step_ns\": $step_ns, \"gen\": $gen_json}" >>"$work/runs.jsonl"
   python3 - "$work/runs.jsonl" <<'PY'
 import json, sys
