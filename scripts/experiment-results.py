@@ -320,6 +320,12 @@ def main(out: str, seeds: list) -> None:
             k = min(10, len(r))
             print(f"seed {s}: GRPO training reward, first {k} steps {statistics.mean(r[:k]):.3f}, "
                   f"last {k} steps {statistics.mean(r[-k:]):.3f} ({len(r)} steps)")
+        gen = [x["timing/generation_seconds"] for x in recs if "timing/generation_seconds" in x]
+        opt = [x["timing/optimizer_step_seconds"] for x in recs if "timing/optimizer_step_seconds" in x]
+        if gen and opt:  # logged since commit 86df2ff
+            print(f"seed {s}: GRPO's time a step, generation batch (rollouts, branches, rewards) {statistics.mean(gen):.1f} s "
+                  f"(range {min(gen):.1f}-{max(gen):.1f}), optimizer step {statistics.mean(opt):.1f} s "
+                  f"(range {min(opt):.1f}-{max(opt):.1f})")
     print()
     # GRPO's sampled training groups (completions.jsonl), edge cases and ordinary tasks apart, in windows of
     # steps: how often a trajectory succeeded (every assertion held), retried (a well-formed call after a
