@@ -23,10 +23,7 @@ cd "$(dirname "$0")/.."
 gguf="${MCPRL_SMOLLM2_GGUF:?set MCPRL_SMOLLM2_GGUF (bash scripts/test-setup.sh writes it to .ci/env)}"
 STEPS="${STEPS:-1}"
 THREADS="${THREADS:-2}"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-go build -o "$work/mcprl" ./cmd/mcprl
-go test -c -o "$work/grpo.test" ./grpo
+. scripts/bench-inputs.sh
 "$work/mcprl" model import --from "$gguf" --out "$work/smollm2" >/dev/null
 echo "machine: $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB; GOMEMLIMIT ${GOMEMLIMIT:-unset}; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 mcprl_step() {

@@ -22,12 +22,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 THREADS="${THREADS:-2}"
 RUNS="${RUNS:-2}"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-go build -o "$work/mcprl" ./cmd/mcprl
-go test -c -o "$work/grpo.test" ./grpo
+. scripts/bench-inputs.sh
 model="${MODEL:-$work/tiny}"
-[ -n "${MODEL:-}" ] || "$work/mcprl" model init --tokenizer tokenizer/small/qwen2.5-2048 --out "$model" --seed 1 >/dev/null
+[ -n "${MODEL:-}" ] || bench_tiny "$model"
 engine=$(GOMLX_BACKEND= "$work/mcprl" model info --engine "${ENGINE:-auto}" "$model" | sed -n '1s/^engine: \([a-z]*\).*/\1/p')
 case "$engine" in
   xla) gomlx_backend=xla ;;
@@ -36,7 +33,7 @@ case "$engine" in
 esac
 sampling=$(GOMLX_BACKEND= "$work/mcprl" model info --engine "${SAMPLING_ENGINE:-$engine}" "$model" | sed -n '1s/^engine: \([a-z]*\).*/\1/p')
 [ -n "$sampling" ] || { echo "bench-vs-trl: sampling engine ${SAMPLING_ENGINE} did not open" >&2; exit 1; }
-prompts=$(python3 -c 'import json; print(json.dumps({"prompts": [[(i*31+j*7) % 2048 for j in range(32)] for i in range(8)], "max_new_tokens": 128, "temperature": 0}))')
+prompts=$(bench_prompts)
 
 trl_precision=fp32
 [ "${TRL_BF16:-0}" = 1 ] && trl_precision=bf16

@@ -16,14 +16,11 @@ cd "$(dirname "$0")/.."
 THREADS="${THREADS:-2}"
 ROUNDS="${ROUNDS:-2}"
 SETTINGS="${SETTINGS:-default}"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-go build -o "$work/mcprl" ./cmd/mcprl
-go test -c -o "$work/grpo.test" ./grpo
-"$work/mcprl" model init --tokenizer tokenizer/small/qwen2.5-2048 --out "$work/tiny" --seed 1 >/dev/null
+. scripts/bench-inputs.sh
+bench_tiny "$work/tiny"
 GOMLX_BACKEND= "$work/mcprl" model info --engine xla "$work/tiny" | sed -n 1p | grep -q '^engine: xla' ||
   { echo "bench-xla-settings: the xla engine did not open (scripts/install-xla.sh)" >&2; exit 1; }
-prompts=$(python3 -c 'import json; print(json.dumps({"prompts": [[(i*31+j*7) % 2048 for j in range(32)] for i in range(8)], "max_new_tokens": 128, "temperature": 0}))')
+prompts=$(bench_prompts)
 export GOMAXPROCS="$THREADS"
 load() { cut -d' ' -f1 /proc/loadavg; }
 # with SETTING CMD...: CMD run with SETTING's assignments in its environment.

@@ -31,10 +31,7 @@ if ! ls ~/.local/lib/go-xla/nvidia/pjrt_c_api_cuda_plugin.so >/dev/null 2>&1; th
   go run ./internal/cmd/xla-cuda-install -plugin "$PLUGIN" -version "$VERSION"
 fi
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-go build -o "$work/mcprl" ./cmd/mcprl
-go test -c -o "$work/grpo.test" ./grpo
+. scripts/bench-inputs.sh
 fail=0
 
 # 1. The main job on the GPU and on the CPU's default engine.

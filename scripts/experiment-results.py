@@ -93,28 +93,32 @@ def setback_of(c: dict) -> bool:
 
 
 @functools.cache
-def eval_retries(out: str, seed: str, model: str) -> "tuple | None":
-    """(retried, setbacks): held-out trajectories of a model's evaluation that met a setback, and of those the ones
-    that made a well-formed call after it (whether or not it recovered), from its trajectories.jsonl."""
+def held_out_trajectories(out: str, seed: str, model: str) -> "list | None":
+    """The held-out trajectories of a model's evaluation (its trajectories.jsonl), read once; None without it."""
     try:
         lines = open(f"{out}/seed-{seed}/eval-{model}/trajectories.jsonl").readlines()
     except OSError:
         return None
-    cs = [json.loads(l) for l in lines]
-    cs = [c for c in cs if c.get("category", "").split("/")[0] in HELD_OUT and setback_of(c)]
+    return [c for c in map(json.loads, lines) if c.get("category", "").split("/")[0] in HELD_OUT]
+
+
+def eval_retries(out: str, seed: str, model: str) -> "tuple | None":
+    """(retried, setbacks): held-out trajectories of a model's evaluation that met a setback, and of those the ones
+    that made a well-formed call after it (whether or not it recovered)."""
+    cs = held_out_trajectories(out, seed, model)
+    if cs is None:
+        return None
+    cs = [c for c in cs if setback_of(c)]
     return sum(retried(c) for c in cs), len(cs)
 
 
-@functools.cache
 def eval_unanswered(out: str, seed: str, model: str) -> "tuple | None":
     """(unanswered, succeeded): a model's held-out successes, and of those the ones that ended without an answer
     (cut off, or no text after the last call): a SQL oracle holds when any result had its rows, answer or not."""
-    try:
-        lines = open(f"{out}/seed-{seed}/eval-{model}/trajectories.jsonl").readlines()
-    except OSError:
+    cs = held_out_trajectories(out, seed, model)
+    if cs is None:
         return None
-    cs = [json.loads(l) for l in lines]
-    cs = [c for c in cs if c.get("category", "").split("/")[0] in HELD_OUT and c.get("success")]
+    cs = [c for c in cs if c.get("success")]
     return sum(not (c.get("answer") or "").strip() for c in cs), len(cs)
 
 
