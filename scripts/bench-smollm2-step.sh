@@ -12,6 +12,8 @@
 # recomputed in the backward pass), MCPRL_BENCH_BF16=1 with bf16: true (engine xla: frozen weights in bfloat16, the
 # linear layers' matmuls on bfloat16 inputs); MCPRL_BENCH_LORA_TARGETS, MCPRL_BENCH_LORA_DROPOUT and MCPRL_BENCH_TOKENS
 # change the adapter (grpo/bench_test.go).
+# Both sides run under scripts/allocator.sh's allocator (MCPRL_ALLOCATOR: glibc, the default, glibc's malloc with
+# huge pages; jemalloc preloads libjemalloc2 with its pages kept; auto takes jemalloc where installed), named first.
 #
 # TRL=1 times TRL + PEFT's step on the same model, batch and adapter beside it (python/bench/bench_trl.py
 # --lora-r 16: GRPOTrainer._compute_loss, backward, clipping, AdamW; float32; the same gradient_checkpointing;
@@ -24,8 +26,9 @@ gguf="${MCPRL_SMOLLM2_GGUF:?set MCPRL_SMOLLM2_GGUF (bash scripts/test-setup.sh w
 STEPS="${STEPS:-1}"
 THREADS="${THREADS:-2}"
 . scripts/bench-inputs.sh
+. scripts/allocator.sh
 "$work/mcprl" model import --from "$gguf" --out "$work/smollm2" >/dev/null
-echo "machine: $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB; GOMEMLIMIT ${GOMEMLIMIT:-unset}; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "machine: $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB; GOMEMLIMIT ${GOMEMLIMIT:-unset}; allocator $(allocator_name); load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 mcprl_step() {
   MCPRL_BENCH_MODEL="$work/smollm2" MCPRL_BENCH_LORA_R=16 MCPRL_BENCH_PROMPT=256 MCPRL_BENCH_COMPLETION=256 GOMAXPROCS="$THREADS" \
     /usr/bin/time -v -o "$work/time.txt" nice -n 10 "$work/grpo.test" -test.run '^$' -test.bench '^BenchmarkGRPOStep$' \

@@ -27,9 +27,9 @@ go build -o "$OUT/mcprl-import" ./cmd/mcprl
 [ -d "$OUT/base" ] || "$OUT/mcprl-import" model import --from "$GGUF" --out "$OUT/base" \
   --chat-template examples/smollm2/chat_template.jinja --add-tokens '<tool_call>,</tool_call>'
 export GOMEMLIMIT="${GOMEMLIMIT:-6GiB}"
-# Transparent huge pages for XLA's per-call buffers (glibc 2.35+; older glibc ignores it): the SmolLM2 step ran
-# 0.86-0.92x the time with it (docs/benchmarks.md, "Huge pages for XLA's buffers").
-export GLIBC_TUNABLES="${GLIBC_TUNABLES:-glibc.malloc.hugetlb=1}"
+# The allocator of XLA's per-call buffers (scripts/allocator.sh: MCPRL_ALLOCATOR=auto|glibc|jemalloc).
+. scripts/allocator.sh
+echo "allocator: $(allocator_name)"
 OUT="$OUT" SIDE_BY_SIDE="${SIDE_BY_SIDE:-0}" BASE="$OUT/base" SEEDS="${SEEDS:-1}" K="${K:-1}" PER_CATEGORY="${PER_CATEGORY:-2}" N_TRAINED="${N_TRAINED:-16}" \
   GRPO_TASKS=edge SFT_CONFIG="${SFT_CONFIG:-examples/smollm2/sft.yaml}" GRPO_CONFIG="${GRPO_CONFIG:-examples/smollm2/grpo-recovery.yaml}" \
   CONTROL_CONFIG="${CONTROL_CONFIG:-examples/smollm2/sft-control-recovery.yaml}" exec scripts/experiment.sh

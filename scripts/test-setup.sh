@@ -18,6 +18,7 @@ command -v python3 >/dev/null 2>&1 && ! python3 -c 'import ensurepip, venv' >/de
 [ -e /usr/include/x86_64-linux-gnu/cblas.h ] || [ -e /usr/include/cblas.h ] || need_apt+=(libopenblas-dev)
 command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)   # headless, for the run report's browser tests
+[ -e /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ] || need_apt+=(libjemalloc2)   # XLA's buffers in SmolLM2 runs (scripts/allocator.sh)
 if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
