@@ -37,7 +37,7 @@ var Ordinary = []string{"count", "filter", "list", "join", "null", "date", "empt
 //   - sql-error: the question names a table by another word (clients,
 //     the customer table), so the query fails with no such table;
 //   - lint-first: a workspace file fails the linter, and the answer must
-//     name what the linter found.
+//     name what the linter found and say it is missing or wrong.
 var EdgeCases = []string{"case-variants", "empty-first", "nulls", "renamed-column", "look-alike-column", "sql-error", "lint-first"}
 
 // Categories of generated tasks, in the order the generator cycles through

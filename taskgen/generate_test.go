@@ -263,8 +263,15 @@ func checkEdge(t *testing.T, fac *sandbox.Factory, tk *task.Task, trap string) {
 		if v, traj := score(lintCall, func(string) string { return "It refers to " + m[1] + ", which does not exist." }); v != 1 {
 			t.Errorf("%s: naming %s after the linter scores %v (%s)", tk.ID, m[1], v, traj.Calls()[0].Text)
 		}
-		if v, _ := score(lintCall, func(string) string { return "The file passes." }); v == 1 {
-			t.Errorf("%s: an answer that does not name %s scores 1", tk.ID, m[1])
+		for _, a := range []string{"It refers to " + m[1] + ", which doesn't exist.", "No: " + m[1] + " is wrong.", m[1] + " is not in the database."} {
+			if v, _ := score(lintCall, func(string) string { return a }); v != 1 {
+				t.Errorf("%s: %q after the linter scores %v", tk.ID, a, v)
+			}
+		}
+		for _, a := range []string{"The file passes.", "The " + m[1] + " exists.", "It agrees with the database: " + m[1] + " is fine."} {
+			if v, _ := score(lintCall, func(string) string { return a }); v == 1 {
+				t.Errorf("%s: %q scores 1", tk.ID, a)
+			}
 		}
 		return
 	}

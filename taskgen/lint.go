@@ -61,10 +61,16 @@ func lintWorkspace(ctx context.Context, fx *task.Fixture, tpl *sqldb.Template, d
 // missingName finds the table or column a linter finding says does not exist.
 var missingName = regexp.MustCompile(`no such (?:column|table): ([A-Za-z_][A-Za-z0-9_.]*)|(?:column|relation) "([^"]+)" does not exist`)
 
+// saysMissing holds for an answer that says something is missing or wrong.
+// The name alone is not an answer to "which name is wrong?": "The loan
+// exists." contains "loan" and states the opposite (a SmolLM2 policy was
+// credited for it on a held-out task in run 18).
+const saysMissing = `answer matches "(?i)(^|[^a-z])(no|not|none|missing|wrong|unknown|invalid|incorrect|nonexistent|absent|lacks|undefined|mismatch(es|ed)?)([^a-z]|$)|n't([^a-z]|$)"`
+
 // lintCands asks about the workspace's files: one that lints clean is an
 // ordinary task (run the linter, report that it passes); one that fails on
 // a name the database lacks is a lint-first edge case (the answer must name
-// what the linter found).
+// what the linter found and say it is missing or wrong).
 func (g *gen) lintCands(add func(*cand)) {
 	for _, f := range g.lint {
 		fw := map[string]string{"f": f.path}
@@ -102,7 +108,7 @@ func (g *gen) lintCands(add func(*cand)) {
 				"Run the linter on {f}. Does it agree with the database? If not, which name is wrong?",
 				"Is {f} still valid against the live schema? Lint it and tell me what it refers to that does not exist.",
 			}, fw),
-			asserts: []string{"exit_code != 0", "answer contains " + strconv.Quote(name)},
+			asserts: []string{"exit_code != 0", "answer contains " + strconv.Quote(name), saysMissing},
 		})
 	}
 }
