@@ -6,6 +6,7 @@ package grpo
 import (
 	"fmt"
 
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:staticcheck // GoMLX graph code reads best with the dot import.
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
@@ -122,6 +123,18 @@ func (t *Trainer) compile() error {
 		return fmt.Errorf("grpo: %w", err)
 	}
 	if t.apply, err = mlctx.NewExecAny(t.Model.Backend, t.Model.Ctx, build(true)); err != nil {
+		return fmt.Errorf("grpo: %w", err)
+	}
+	// The AdamW update alone, on the accumulated gradients: for a step whose last micro-batch was left out
+	// (zeroAdvantage). Compiled on its first use.
+	applyOnly := func(ctx *mlctx.Context, lr *Node) *Node {
+		norm, err := opt.ApplyGraph(ctx, t.vars, make([]*Node, len(t.vars)), lr)
+		if err != nil {
+			panic(err)
+		}
+		return ConvertDType(norm, dtypes.Float32)
+	}
+	if t.applyOnly, err = mlctx.NewExec(t.Model.Backend, t.Model.Ctx, applyOnly); err != nil {
 		return fmt.Errorf("grpo: %w", err)
 	}
 	// Room for the length buckets GoMLX's default allowed, and the start columns lossColumns adds.

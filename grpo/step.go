@@ -145,12 +145,51 @@ func (gen *generation) samplingLogProbs(cfg *Config) (logp, mask []float32) {
 	return logp, mask
 }
 
+// zeroAdvantage reports whether micro-batch mb of gen adds nothing to the
+// step: every completion in it has advantage 0 and no other term of the loss
+// reads it (beta 0, so no KL term; the importance-sampling sums are not the
+// training graph's). Its loss, its gradient and its clip ratios are then
+// exactly 0 (a ratio is clipped only with an advantage of its sign), so the
+// step leaves its forward and backward passes out; the loss's normalizer
+// (gen.numItems) still counts its tokens, as TRL's does.
+func (t *Trainer) zeroAdvantage(gen *generation, mb, bs int) bool {
+	if t.Config.Beta != 0 || t.isInGraph() {
+		return false
+	}
+	for _, a := range gen.advantages[mb*bs : (mb+1)*bs] {
+		if a != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // optimizerStep runs the gradient_accumulation_steps micro-batches of one
 // optimizer step (offset within the generation's cycle) and applies AdamW.
+// Micro-batches whose every advantage is 0 are left out (zeroAdvantage) and
+// count as one metrics row of zeros each. The last micro-batch normally
+// carries the AdamW update (t.apply); when it is left out, the update runs
+// alone on the accumulated gradients (t.applyOnly), also when every
+// micro-batch was left out: AdamW moves the weights on zero gradients too
+// (its moments), as TRL's optimizer.step() does.
 func (t *Trainer) optimizerStep(gen *generation, offset int, lr float64) (loss, gradNorm float64, metrics []map[string]float64, err error) {
 	cfg := t.Config
 	bs, ga := cfg.PerDeviceTrainBatchSize, cfg.GradientAccumulationSteps
-	mbs := gen.stepMicroBatches(offset, ga, bs)
+	all := gen.stepMicroBatches(offset, ga, bs)
+	mbs := make([]int, 0, len(all))
+	for _, mb := range all {
+		if t.keepZeroAdvantage || !t.zeroAdvantage(gen, mb, bs) {
+			mbs = append(mbs, mb)
+		}
+	}
+	applyAlone := len(mbs) == 0 || mbs[len(mbs)-1] != all[len(all)-1]
+	for range len(all) - len(mbs) {
+		m := map[string]float64{"micro_batches/skipped_ratio": 1}
+		for _, key := range metricKeys(cfg) {
+			m[key] = 0
+		}
+		metrics = append(metrics, m)
+	}
 	inGraphIS := t.isInGraph()
 	var is isSums
 	for k, mb := range mbs {
@@ -169,7 +208,7 @@ func (t *Trainer) optimizerStep(gen *generation, offset int, lr float64) (loss, 
 		if isRatio != nil {
 			args = append(args, isRatio)
 		}
-		last := k == len(mbs)-1
+		last := k == len(mbs)-1 && !applyAlone
 		exec := t.accumulate
 		if last {
 			exec = t.apply
@@ -180,7 +219,7 @@ func (t *Trainer) optimizerStep(gen *generation, offset int, lr float64) (loss, 
 			return 0, 0, nil, err
 		}
 		loss += float64(tensors.ToScalar[float32](res[0]))
-		m := map[string]float64{}
+		m := map[string]float64{"micro_batches/skipped_ratio": 0}
 		keys := metricKeys(cfg)
 		for i, key := range keys {
 			m[key] = float64(tensors.ToScalar[float32](res[1+i]))
@@ -200,6 +239,13 @@ func (t *Trainer) optimizerStep(gen *generation, offset int, lr float64) (loss, 
 		if last {
 			gradNorm = float64(tensors.ToScalar[float32](res[len(res)-1]))
 		}
+	}
+	if applyAlone {
+		res, err := t.applyOnly.Exec(float32(lr))
+		if err != nil {
+			return 0, 0, nil, err
+		}
+		gradNorm = float64(tensors.ToScalar[float32](res[0]))
 	}
 	if inGraphIS {
 		// Over the whole generation batch, as ImportanceSampling computes them: this is its one step.

@@ -58,9 +58,10 @@ type Trainer struct {
 	refreshes  int           // refreshes of the sampler
 	refreshDur time.Duration // and their time
 
-	accumulate, apply, logProbs, refLogProbs *mlctx.Exec
-	vars                                     []*mlctx.Variable
-	lossStarts                               map[[2]int]bool // (length, start column > 0) pairs compiled (lossColumns)
+	accumulate, apply, applyOnly, logProbs, refLogProbs *mlctx.Exec
+	vars                                                []*mlctx.Variable
+	lossStarts                                          map[[2]int]bool // (length, start column > 0) pairs compiled (lossColumns)
+	keepZeroAdvantage                                   bool            // run every micro-batch, as without zeroAdvantage (tests)
 }
 
 // Train runs the whole schedule, or what is left of it when resume finds a
