@@ -147,13 +147,14 @@ func (gen *generation) samplingLogProbs(cfg *Config) (logp, mask []float32) {
 
 // zeroAdvantage reports whether micro-batch mb of gen adds nothing to the
 // step: every completion in it has advantage 0 and no other term of the loss
-// reads it (beta 0, so no KL term; the importance-sampling sums are not the
-// training graph's). Its loss, its gradient and its clip ratios are then
-// exactly 0 (a ratio is clipped only with an advantage of its sign), so the
-// step leaves its forward and backward passes out; the loss's normalizer
-// (gen.numItems) still counts its tokens, as TRL's does.
+// reads it (beta 0, so no KL term). Its loss, its gradient and its clip ratios
+// are then exactly 0 (a ratio is clipped only with an advantage of its sign;
+// the importance-sampling weight multiplies a zero term), so the step leaves
+// its forward and backward passes out; the loss's normalizer (gen.numItems)
+// still counts its tokens, as TRL's does. Where the training graph computes
+// the importance-sampling metrics, they cover the micro-batches it ran.
 func (t *Trainer) zeroAdvantage(gen *generation, mb, bs int) bool {
-	if t.Config.Beta != 0 || t.isInGraph() {
+	if t.Config.Beta != 0 {
 		return false
 	}
 	for _, a := range gen.advantages[mb*bs : (mb+1)*bs] {
@@ -247,8 +248,8 @@ func (t *Trainer) optimizerStep(gen *generation, offset int, lr float64) (loss, 
 		}
 		gradNorm = float64(tensors.ToScalar[float32](res[0]))
 	}
-	if inGraphIS {
-		// Over the whole generation batch, as ImportanceSampling computes them: this is its one step.
+	if inGraphIS && len(mbs) > 0 {
+		// Over the whole generation batch (its micro-batches that ran), as ImportanceSampling computes them: this is its one step.
 		metrics = append(metrics, is.metrics())
 	}
 	return loss, gradNorm, metrics, nil

@@ -2,6 +2,7 @@ package grpo
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/gomlx/gomlx/backends"
@@ -18,7 +19,9 @@ import (
 // executables and the left-out one's gradient is exactly 0); a zero last one and all three zero (the update runs
 // alone on the accumulated gradients, t.applyOnly: loss and metrics equal bit for bit; the gradient norm and the
 // weights within float32's rounding of the update's own arithmetic, which another executable may order
-// differently). Each left-out micro-batch is a row of micro_batches/skipped_ratio 1 and clip ratios 0. On each
+// differently); the middle case again with the importance-sampling correction computed in the training graph
+// (its sampling/* metrics then cover the micro-batches that ran). Each left-out micro-batch is a row of
+// micro_batches/skipped_ratio 1 and clip ratios 0. On each
 // engine (enginetest.Engines); on XLA, whose compilations take most of the time, only the zero last one (the
 // update alone, the case where XLA's executables may round apart).
 func TestZeroAdvantageMicroBatchesLeftOut(t *testing.T) {
@@ -44,7 +47,7 @@ func zeroAdvantageLeftOut(t *testing.T, be backends.Backend, all bool) {
 		weights    [][]float32
 		elems      int // trainable elements
 	}
-	step := func(zero []bool, keep bool) (before [][]float32, r result) {
+	step := func(zero []bool, keep, is bool) (before [][]float32, r result) {
 		m, err := model.New(be, model.TinyConfig(300, 1, 2), 5)
 		if err != nil {
 			t.Fatal(err)
@@ -52,7 +55,7 @@ func zeroAdvantageLeftOut(t *testing.T, be backends.Backend, all bool) {
 		cfg := Default()
 		cfg.PerDeviceTrainBatchSize, cfg.GradientAccumulationSteps, cfg.NumGenerations = bs, micro, bs*micro
 		cfg.LossType, cfg.MaxCompletionLength, cfg.Beta = LossDAPO, completion, 0
-		cfg.VLLMImportanceSamplingCorrection = false
+		cfg.VLLMImportanceSamplingCorrection = is // in the training graph: one step per generation, no dropout
 		tr := &Trainer{Config: &cfg, Model: m, keepZeroAdvantage: keep}
 		if err := tr.compile(); err != nil {
 			t.Fatal(err)
@@ -63,6 +66,7 @@ func zeroAdvantageLeftOut(t *testing.T, be backends.Backend, all bool) {
 			for j := range length {
 				tj.Tokens = append(tj.Tokens, (i*131+j*17)%300)
 				tj.Mask = append(tj.Mask, uint8(min(1, j/prompt)))
+				tj.OldLogProbs = append(tj.OldLogProbs, -5.7+0.01*float32(j%3)) // the sampler's, near the policy's -log(300)
 			}
 			gen.trajs = append(gen.trajs, tj)
 			a := float64(1-2*(i%2)) * (1 + float64(i)/8)
@@ -70,6 +74,9 @@ func zeroAdvantageLeftOut(t *testing.T, be backends.Backend, all bool) {
 				a = 0
 			}
 			gen.advantages = append(gen.advantages, a)
+		}
+		if is {
+			gen.isRatio, _ = gen.samplingLogProbs(&cfg)
 		}
 		for _, n := range names {
 			w, _, err := m.Tensor(n)
@@ -102,32 +109,34 @@ func zeroAdvantageLeftOut(t *testing.T, be backends.Backend, all bool) {
 	}
 	eps := math.Nextafter32(1, 2) - 1
 	for _, c := range []struct {
-		name  string
-		zero  []bool
-		exact bool
+		name      string
+		zero      []bool
+		exact, is bool
 	}{
-		{"middle", []bool{false, true, false}, true},
-		{"last", []bool{false, false, true}, false},
-		{"all", []bool{true, true, true}, false},
+		{"middle", []bool{false, true, false}, true, false},
+		{"middle, importance sampling in the graph", []bool{false, true, false}, true, true},
+		{"last", []bool{false, false, true}, false, false},
+		{"all", []bool{true, true, true}, false, false},
 	} {
 		if !all && c.name != "last" {
 			continue
 		}
 		t.Run(c.name, func(t *testing.T) {
-			before, want := step(c.zero, true)
-			_, got := step(c.zero, false)
+			before, want := step(c.zero, true, c.is)
+			_, got := step(c.zero, false, c.is)
 			skipped := 0
 			for _, z := range c.zero {
 				if z {
 					skipped++
 				}
 			}
-			if got.rows != micro || got.metrics["micro_batches/skipped_ratio"] != float64(skipped) || want.metrics["micro_batches/skipped_ratio"] != 0 {
+			if got.rows != want.rows || got.rows < micro || got.metrics["micro_batches/skipped_ratio"] != float64(skipped) || want.metrics["micro_batches/skipped_ratio"] != 0 {
 				t.Errorf("%d metrics rows, %v of them left out; want %d rows, %d left out (and none when every micro-batch runs: %v)",
-					got.rows, got.metrics["micro_batches/skipped_ratio"], micro, skipped, want.metrics["micro_batches/skipped_ratio"])
+					got.rows, got.metrics["micro_batches/skipped_ratio"], want.rows, skipped, want.metrics["micro_batches/skipped_ratio"])
 			}
 			for k, v := range want.metrics {
-				if k != "micro_batches/skipped_ratio" && got.metrics[k] != v {
+				// The importance-sampling metrics cover the micro-batches that ran.
+				if k != "micro_batches/skipped_ratio" && !strings.HasPrefix(k, "sampling/") && got.metrics[k] != v {
 					t.Errorf("%s summed over the rows: %v, every micro-batch run: %v", k, got.metrics[k], v)
 				}
 			}
