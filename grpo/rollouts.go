@@ -155,8 +155,12 @@ func (t *Trainer) generate(ctx context.Context, st *train.State) (*generation, e
 		}
 	}
 	gen.length = train.SequenceBucket(longest)
+	// The micro-batches the optimizer steps will leave out (zeroAdvantage) need no old log-probs either.
+	skip := func(mb int) bool {
+		return !t.keepZeroAdvantage && t.zeroAdvantage(gen, mb, cfg.PerDeviceTrainBatchSize)
+	}
 	if t.needsOldLogProbs() {
-		if gen.old, err = t.batchLogProbs(t.logProbs, gen); err != nil {
+		if gen.old, err = t.batchLogProbsBut(t.logProbs, gen, skip); err != nil {
 			return nil, err
 		}
 	}
@@ -168,7 +172,7 @@ func (t *Trainer) generate(ctx context.Context, st *train.State) (*generation, e
 			gen.isRatio = sampling
 		} else {
 			var m map[string]float64
-			gen.isRatio, m = cfg.ImportanceSampling(gen.old, sampling, mask, len(gen.trajs), gen.length)
+			gen.isRatio, m = gen.importanceSampling(cfg, sampling, mask, skip)
 			for k, v := range m {
 				gen.metrics[k] = v
 			}

@@ -189,3 +189,36 @@ func (c *Config) importanceSamplingGraph(old, sampling, mask *Node) (ratio *Node
 	}
 	return ConvertDType(r, old.DType()), sums
 }
+
+// importanceSampling is Config.ImportanceSampling over the sequences of gen
+// whose micro-batches skip does not leave out (they have no old log-probs);
+// the ratio of the others is 1 (no optimizer step reads it) and the metrics
+// cover the rest.
+func (gen *generation) importanceSampling(c *Config, sampling, mask []float32, skip func(mb int) bool) ([]float32, map[string]float64) {
+	bs, n := c.PerDeviceTrainBatchSize, len(gen.trajs)
+	var rows []int
+	for b := range n {
+		if !skip(b / bs) {
+			rows = append(rows, b)
+		}
+	}
+	if len(rows) == n {
+		return c.ImportanceSampling(gen.old, sampling, mask, n, gen.length)
+	}
+	pick := func(all []float32) []float32 {
+		out := make([]float32, 0, len(rows)*gen.length)
+		for _, b := range rows {
+			out = append(out, all[b*gen.length:(b+1)*gen.length]...)
+		}
+		return out
+	}
+	kept, metrics := c.ImportanceSampling(pick(gen.old), pick(sampling), pick(mask), len(rows), gen.length)
+	ratio := make([]float32, n*gen.length)
+	for i := range ratio {
+		ratio[i] = 1
+	}
+	for k, b := range rows {
+		copy(ratio[b*gen.length:(b+1)*gen.length], kept[k*gen.length:(k+1)*gen.length])
+	}
+	return ratio, metrics
+}

@@ -15,9 +15,19 @@ import (
 // batchLogProbs runs exec (the policy's or the reference model's
 // log-probabilities, no gradient) over every micro-batch of gen.
 func (t *Trainer) batchLogProbs(exec *mlctx.Exec, gen *generation) ([]float32, error) {
+	return t.batchLogProbsBut(exec, gen, nil)
+}
+
+// batchLogProbsBut is batchLogProbs with the micro-batches for which skip
+// holds left out: their log-probs are 0.
+func (t *Trainer) batchLogProbsBut(exec *mlctx.Exec, gen *generation, skip func(mb int) bool) ([]float32, error) {
 	bs := t.Config.PerDeviceTrainBatchSize
 	out := make([]float32, 0, len(gen.trajs)*gen.length)
 	for from := 0; from < len(gen.trajs); from += bs {
+		if skip != nil && skip(from/bs) {
+			out = append(out, make([]float32, (min(from+bs, len(gen.trajs))-from)*gen.length)...)
+			continue
+		}
 		tokens, attn, _, _, _, _, _, err := t.microBatch(gen, from, min(from+bs, len(gen.trajs)))
 		if err != nil {
 			return nil, err
@@ -157,7 +167,7 @@ func (t *Trainer) zeroAdvantage(gen *generation, mb, bs int) bool {
 	if t.Config.Beta != 0 {
 		return false
 	}
-	for _, a := range gen.advantages[mb*bs : (mb+1)*bs] {
+	for _, a := range gen.advantages[mb*bs : min((mb+1)*bs, len(gen.advantages))] {
 		if a != 0 {
 			return false
 		}

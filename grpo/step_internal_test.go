@@ -1,7 +1,9 @@
 package grpo
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -171,5 +173,83 @@ func zeroAdvantageLeftOut(t *testing.T, be backends.Backend, all bool) {
 				t.Error("no weight moved in the step")
 			}
 		})
+	}
+}
+
+// The generation's old log-probs and importance-sampling correction leave out the micro-batches the optimizer
+// steps will (zeroAdvantage): batchLogProbsBut gives their log-probs as 0 and the others' as batchLogProbs does;
+// generation.importanceSampling gives their ratio 1 and the others' ratios and the metrics as
+// Config.ImportanceSampling over the kept sequences alone, in a token and a sequence mode.
+func TestOldLogProbsLeaveOutSkipped(t *testing.T) {
+	const bs, micro, length = 2, 3, 24
+	m, err := model.New(benchlessBackend(t), model.TinyConfig(300, 1, 2), 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Default()
+	cfg.PerDeviceTrainBatchSize, cfg.GradientAccumulationSteps, cfg.NumGenerations = bs, micro, bs*micro
+	cfg.NumIterations, cfg.LossType, cfg.MaxCompletionLength = 2, LossDAPO, length
+	tr := &Trainer{Config: &cfg, Model: m}
+	if err := tr.compile(); err != nil {
+		t.Fatal(err)
+	}
+	gen := &generation{length: length}
+	for i := range bs * micro {
+		tj := &chat.Trajectory{}
+		for j := range length {
+			tj.Tokens = append(tj.Tokens, (i*131+j*17)%300)
+			tj.Mask = append(tj.Mask, uint8(min(1, j/8)))
+			tj.OldLogProbs = append(tj.OldLogProbs, -5.7+0.05*float32((i+j)%5))
+		}
+		gen.trajs = append(gen.trajs, tj)
+		gen.advantages = append(gen.advantages, float64(i%2))
+	}
+	gen.advantages[2], gen.advantages[3] = 0, 0 // micro-batch 1
+	skip := func(mb int) bool { return tr.zeroAdvantage(gen, mb, bs) }
+	if !skip(1) || skip(0) || skip(2) {
+		t.Fatalf("zeroAdvantage of the micro-batches: %v %v %v, want false true false", skip(0), skip(1), skip(2))
+	}
+	all, err := tr.batchLogProbs(tr.logProbs, gen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gen.old, err = tr.batchLogProbsBut(tr.logProbs, gen, skip); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range gen.old {
+		want := all[i]
+		if i/length/bs == 1 {
+			want = 0
+		}
+		if v != want {
+			t.Fatalf("old log-prob %d (sequence %d): %v, want %v", i, i/length, v, want)
+		}
+	}
+	sampling, mask := gen.samplingLogProbs(&cfg)
+	kept := []int{0, 1, 4, 5}
+	pick := func(x []float32) []float32 {
+		var out []float32
+		for _, b := range kept {
+			out = append(out, x[b*length:(b+1)*length]...)
+		}
+		return out
+	}
+	for _, mode := range []string{ISTokenTruncate, ISSequenceMask} {
+		cfg.VLLMImportanceSamplingMode = mode
+		ratio, metrics := gen.importanceSampling(&cfg, sampling, mask, skip)
+		wantRatio, wantMetrics := cfg.ImportanceSampling(pick(gen.old), pick(sampling), pick(mask), len(kept), length)
+		for k, b := range kept {
+			if !slices.Equal(ratio[b*length:(b+1)*length], wantRatio[k*length:(k+1)*length]) {
+				t.Errorf("%s: sequence %d's ratios %v, want %v", mode, b, ratio[b*length:(b+1)*length], wantRatio[k*length:(k+1)*length])
+			}
+		}
+		for _, v := range ratio[2*length : 4*length] {
+			if v != 1 {
+				t.Fatalf("%s: a left-out sequence's ratio %v, want 1", mode, v)
+			}
+		}
+		if !maps.Equal(metrics, wantMetrics) {
+			t.Errorf("%s: metrics %v, want %v over the kept sequences", mode, metrics, wantMetrics)
+		}
 	}
 }
