@@ -273,6 +273,10 @@ func checkEdge(t *testing.T, fac *sandbox.Factory, tk *task.Task, trap string) {
 				t.Errorf("%s: %q scores 1", tk.ID, a)
 			}
 		}
+		// After the linter, a negation without the name earns only the linter's half.
+		if v, _ := score(lintCall, func(string) string { return "No, something is wrong." }); v != 0.5 {
+			t.Errorf("%s: a negation without %s scores %v after the linter, want 0.5", tk.ID, m[1], v)
+		}
 		return
 	}
 	if trap == "" {

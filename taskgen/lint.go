@@ -108,7 +108,8 @@ func (g *gen) lintCands(add func(*cand)) {
 				"Run the linter on {f}. Does it agree with the database? If not, which name is wrong?",
 				"Is {f} still valid against the live schema? Lint it and tell me what it refers to that does not exist.",
 			}, fw),
-			asserts: []string{"exit_code != 0", "answer contains " + strconv.Quote(name), saysMissing},
+			// One assertion for the answer, so that an answer with a negation and no name earns nothing.
+			asserts: []string{"exit_code != 0", "answer contains " + strconv.Quote(name) + " && " + saysMissing},
 		})
 	}
 }
