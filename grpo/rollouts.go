@@ -156,9 +156,7 @@ func (t *Trainer) generate(ctx context.Context, st *train.State) (*generation, e
 	}
 	gen.length = train.SequenceBucket(longest)
 	// The micro-batches the optimizer steps will leave out (zeroAdvantage) need no old log-probs either.
-	skip := func(mb int) bool {
-		return !t.keepZeroAdvantage && t.zeroAdvantage(gen, mb, cfg.PerDeviceTrainBatchSize)
-	}
+	skip := func(mb int) bool { return t.zeroAdvantage(gen, mb) }
 	if t.needsOldLogProbs() {
 		if gen.old, err = t.batchLogProbsBut(t.logProbs, gen, skip); err != nil {
 			return nil, err

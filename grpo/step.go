@@ -24,11 +24,12 @@ func (t *Trainer) batchLogProbsBut(exec *mlctx.Exec, gen *generation, skip func(
 	bs := t.Config.PerDeviceTrainBatchSize
 	out := make([]float32, 0, len(gen.trajs)*gen.length)
 	for from := 0; from < len(gen.trajs); from += bs {
+		to := min(from+bs, len(gen.trajs))
 		if skip != nil && skip(from/bs) {
-			out = append(out, make([]float32, (min(from+bs, len(gen.trajs))-from)*gen.length)...)
+			out = append(out, make([]float32, (to-from)*gen.length)...)
 			continue
 		}
-		tokens, attn, _, _, _, _, _, err := t.microBatch(gen, from, min(from+bs, len(gen.trajs)))
+		tokens, attn, _, _, _, _, _, err := t.microBatch(gen, from, to)
 		if err != nil {
 			return nil, err
 		}
@@ -163,10 +164,11 @@ func (gen *generation) samplingLogProbs(cfg *Config) (logp, mask []float32) {
 // its forward and backward passes out; the loss's normalizer (gen.numItems)
 // still counts its tokens, as TRL's does. Where the training graph computes
 // the importance-sampling metrics, they cover the micro-batches it ran.
-func (t *Trainer) zeroAdvantage(gen *generation, mb, bs int) bool {
-	if t.Config.Beta != 0 {
+func (t *Trainer) zeroAdvantage(gen *generation, mb int) bool {
+	if t.Config.Beta != 0 || t.keepZeroAdvantage {
 		return false
 	}
+	bs := t.Config.PerDeviceTrainBatchSize
 	for _, a := range gen.advantages[mb*bs : min((mb+1)*bs, len(gen.advantages))] {
 		if a != 0 {
 			return false
@@ -189,7 +191,7 @@ func (t *Trainer) optimizerStep(gen *generation, offset int, lr float64) (loss, 
 	all := gen.stepMicroBatches(offset, ga, bs)
 	mbs := make([]int, 0, len(all))
 	for _, mb := range all {
-		if t.keepZeroAdvantage || !t.zeroAdvantage(gen, mb, bs) {
+		if !t.zeroAdvantage(gen, mb) {
 			mbs = append(mbs, mb)
 		}
 	}
@@ -259,7 +261,7 @@ func (t *Trainer) optimizerStep(gen *generation, offset int, lr float64) (loss, 
 		gradNorm = float64(tensors.ToScalar[float32](res[0]))
 	}
 	if inGraphIS && len(mbs) > 0 {
-		// Over the whole generation batch (its micro-batches that ran), as ImportanceSampling computes them: this is its one step.
+		// Over the generation batch's micro-batches that ran, as ImportanceSampling computes them: its one step.
 		metrics = append(metrics, is.metrics())
 	}
 	return loss, gradNorm, metrics, nil

@@ -205,7 +205,7 @@ func TestOldLogProbsLeaveOutSkipped(t *testing.T) {
 		gen.advantages = append(gen.advantages, float64(i%2))
 	}
 	gen.advantages[2], gen.advantages[3] = 0, 0 // micro-batch 1
-	skip := func(mb int) bool { return tr.zeroAdvantage(gen, mb, bs) }
+	skip := func(mb int) bool { return tr.zeroAdvantage(gen, mb) }
 	if !skip(1) || skip(0) || skip(2) {
 		t.Fatalf("zeroAdvantage of the micro-batches: %v %v %v, want false true false", skip(0), skip(1), skip(2))
 	}

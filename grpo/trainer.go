@@ -61,7 +61,7 @@ type Trainer struct {
 	accumulate, apply, applyOnly, logProbs, refLogProbs *mlctx.Exec
 	vars                                                []*mlctx.Variable
 	lossStarts                                          map[[2]int]bool // (length, start column > 0) pairs compiled (lossColumns)
-	keepZeroAdvantage                                   bool            // run every micro-batch, as without zeroAdvantage (tests)
+	keepZeroAdvantage                                   bool            // zeroAdvantage never holds: every micro-batch runs (tests)
 }
 
 // Train runs the whole schedule, or what is left of it when resume finds a
