@@ -32,7 +32,10 @@ import (
 // again beside the oracle on Variants copies of the data with rows removed
 // and must match there too: a filter on the wrong value that happens to
 // count as many rows does not hold (nor does an answer that states the
-// value such a query returned). An answer that states a one-cell oracle's
+// value such a query returned). Where the task has witness_sql it must
+// also match on the copy those statements changed: a question whose answer
+// is empty (no rows, a count of 0) is matched by any query that returns
+// nothing, or by SELECT 0, on the live data and on every thinned copy. An answer that states a one-cell oracle's
 // value holds only when a query's result shows it (among its cells, or as
 // its row count) on the live data and the copies alike: a value no result
 // shows cannot be told from a guess.
@@ -390,6 +393,7 @@ const Variants = 3
 type oracleDB interface {
 	Oracle(ctx context.Context, sql string) (*sqldb.Result, error)
 	Variants(ctx context.Context, n int, oracle string, queries []string) ([][]*sqldb.Result, error)
+	Witnessed(ctx context.Context, setup []string, oracle string, queries []string) ([]*sqldb.Result, error)
 }
 
 func (a *Assertions) checkSQL(ctx context.Context, in *Input, src string, afterWrites bool) (Check, error) {
@@ -441,15 +445,32 @@ func (a *Assertions) checkSQL(ctx context.Context, in *Input, src string, afterW
 		if err != nil {
 			return Check{}, fmt.Errorf("oracle %q on copies of the data: %w", src, err)
 		}
+		var witnessed [][]*sqldb.Result
+		if w := in.Task.WitnessSQL; len(w) > 0 {
+			// The copy with the rows the question asks about: where the
+			// oracle's answer is empty live and on every thinned copy, this
+			// is where a query that returns nothing stops agreeing with it.
+			r, err := db.Witnessed(ctx, w, src, sqls)
+			if err != nil {
+				return Check{}, fmt.Errorf("oracle %q on the copy of the data the task's witness_sql made: %w", src, err)
+			}
+			if o := r[0]; o == nil || len(o.Rows) == 0 || len(o.Rows) == 1 && len(o.Rows[0]) == 1 && canon(o.Rows[0][0]) == "0" {
+				return Check{}, fmt.Errorf("oracle %q: the task's witness_sql leaves its answer empty (no rows, or 0): its statements failed here or change nothing the question asks about", src)
+			}
+			witnessed = [][]*sqldb.Result{r}
+		}
 		for i, c := range cands {
-			if c.matchesOnVariants(vs, i+1, ordered) {
+			if c.matchesOnVariants(vs, i+1, ordered) && c.matchesOnVariants(witnessed, i+1, ordered) {
 				if c.kind == matchRows {
 					return Check{Name: src, Held: true, Why: "a query_database result has the oracle's rows"}, nil
 				}
 				return Check{Name: src, Held: true, Why: fmt.Sprintf("the final answer states the oracle's value %s, which a query_database result shows", cell)}, nil
 			}
 		}
-		return Check{Name: src, Why: fmt.Sprintf("a query_database result matched the oracle only by a coincidence of the data: on a copy with rows removed %q and the oracle disagree", shorten(cands[0].sql, 120))}, nil
+		if !cands[0].matchesOnVariants(vs, 1, ordered) {
+			return Check{Name: src, Why: fmt.Sprintf("a query_database result matched the oracle only by a coincidence of the data: on a copy with rows removed %q and the oracle disagree", shorten(cands[0].sql, 120))}, nil
+		}
+		return Check{Name: src, Why: fmt.Sprintf("a query_database result matched the oracle only because both return nothing here: on the copy of the data where the task's witness_sql added what the question asks about, %q and the oracle disagree", shorten(cands[0].sql, 120))}, nil
 	}
 	if oneCell {
 		if len(obs) == 0 {

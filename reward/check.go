@@ -28,7 +28,8 @@ func CheckAssertion(src string) error {
 }
 
 // CheckTask is CheckAssertion on each of t's ground_truth_assertions and
-// state_assertions (which must be queries), naming the first that fails; it serves as
+// state_assertions (which must be queries), and a lexer's check of its
+// witness_sql, naming the first that fails; it serves as
 // task.LoadOptions.Check, so that a broken assertion is a bad line of its
 // tasks file.
 func CheckTask(t *task.Task) (field string, err error) {
@@ -45,6 +46,11 @@ func CheckTask(t *task.Task) (field string, err error) {
 		}
 		if err := CheckAssertion(a); err != nil {
 			return fmt.Sprintf("state_assertions[%d]", i), err
+		}
+	}
+	for i, a := range t.WitnessSQL {
+		if _, err := sqllex.Split(a, sqllex.Options{Dialect: sqllex.SQLite}); err != nil {
+			return fmt.Sprintf("witness_sql[%d]", i), fmt.Errorf("statement does not parse: %w", err)
 		}
 	}
 	return "", nil

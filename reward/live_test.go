@@ -10,6 +10,7 @@ import (
 	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/internal/pgtest"
 	"github.com/mcprl/mcprl/sandbox"
+	"github.com/mcprl/mcprl/sandbox/sqldb"
 	"github.com/mcprl/mcprl/task"
 	"github.com/mcprl/mcprl/toolcall"
 )
@@ -231,6 +232,79 @@ func TestGoldenTrajectoriesHold(t *testing.T) {
 	})
 }
 
+// TestExampleEmptyAnswersWitnessed: every SQL oracle of the repository's
+// task files whose answer is empty (no rows, or 0) on its fixture carries
+// witness_sql, and on both backends that copy of the data gives it an
+// answer (else SELECT 0 would score as the honest query; see
+// TestAssertionsEmptyAnswer).
+func TestExampleEmptyAnswersWitnessed(t *testing.T) {
+	fixtures := map[string]*task.Fixture{}
+	for _, name := range []string{"customers", "library"} {
+		fx, err := task.LoadFixture(filepath.Join("..", "examples", "fixtures", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fixtures[name] = fx
+	}
+	var tasks []task.Task
+	for _, f := range []string{"customers/tasks.jsonl", "customers/quick_tasks.jsonl", "experiment/heldout_tasks.jsonl", "trl/sft_tasks.jsonl"} {
+		ts, err := task.Load(filepath.Join("..", "examples", f), task.LoadOptions{Fixtures: fixtures})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tasks = append(tasks, ts...)
+	}
+	empty := func(r *sqldb.Result) bool {
+		return len(r.Rows) == 0 || len(r.Rows) == 1 && len(r.Rows[0]) == 1 && canon(r.Rows[0][0]) == "0"
+	}
+	for _, b := range []string{"sqlite", "postgres"} {
+		t.Run(b, func(t *testing.T) {
+			dsn := ""
+			if b == "postgres" {
+				dsn = pgtest.DSN(t)
+			}
+			ctx := context.Background()
+			witnessed := 0
+			for name, fx := range fixtures {
+				tpl, err := sqldb.NewTemplate(ctx, fx.SchemaSQL, fx.DataSQL, sqldb.Options{DSN: dsn})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer tpl.Close()
+				for _, tk := range tasks {
+					if tk.Fixture != name || len(tk.StateAssertions) > 0 {
+						continue
+					}
+					for _, src := range tk.GroundTruthAssertions {
+						if !IsSQL(src) {
+							continue
+						}
+						res, err := tpl.Oracle(ctx, src)
+						if err != nil {
+							t.Fatalf("%s: %v", tk.ID, err)
+						}
+						if !empty(res) {
+							continue
+						}
+						if len(tk.WitnessSQL) == 0 {
+							t.Errorf("%s: %q answers %v and the task has no witness_sql", tk.ID, src, res.Rows)
+							continue
+						}
+						w, err := tpl.Witnessed(ctx, tk.WitnessSQL, src, nil)
+						if err != nil || w[0] == nil || empty(w[0]) {
+							t.Errorf("%s: on the witness_sql's copy %q gives %v (%v), want an answer", tk.ID, src, w, err)
+						}
+						witnessed++
+					}
+				}
+			}
+			if witnessed < 4 {
+				t.Errorf("%d witnessed oracles; the task files have at least 4 (the test looks at the wrong files?)", witnessed)
+			}
+		})
+	}
+}
+
 // TestAssertionsCoincidence: on the customers fixture 'pending' and
 // 'suspended' both count 2 customers. A query on the wrong one matches the
 // oracle's value live, but not on copies of the data with rows removed, so
@@ -255,6 +329,66 @@ func TestAssertionsCoincidence(t *testing.T) {
 			if s.Value != c.want || len(s.Checks) != 1 || !strings.Contains(s.Checks[0].Why, c.why) {
 				t.Errorf("case %d: %v, want %v with %q: %+v", i, s.Value, c.want, c.why, s.Checks)
 			}
+		}
+	})
+}
+
+// TestAssertionsEmptyAnswer: no customer is in Japan, so any query that
+// returns nothing, or the constant 0, agrees with the oracle live and on
+// every thinned copy, and scores as the honest query. The task's
+// witness_sql makes a copy where a customer is in Japan: only the queries
+// that ask the question still agree there. A witness_sql that leaves the
+// answer empty is the task's error.
+func TestAssertionsEmptyAnswer(t *testing.T) {
+	list := &task.Task{ID: "japan-ids", Fixture: "customers", Task: "Which customers are in Japan? Give their ids.",
+		GroundTruthAssertions: []string{"SELECT id FROM customers WHERE country = 'JP'"}}
+	count := &task.Task{ID: "japan-count", Fixture: "customers", Task: "How many customers are in Japan?",
+		GroundTruthAssertions: []string{"SELECT COUNT(*) FROM customers WHERE country = 'JP'"}}
+	witness := []string{"UPDATE customers SET country = 'JP' WHERE id = (SELECT MIN(id) FROM customers)"}
+	backends(t, func(t *testing.T, fac *sandbox.Factory) {
+		a := NewAssertions()
+		for _, c := range []struct {
+			name string
+			task *task.Task
+			text string
+			held bool // with witness_sql; without it every case holds
+		}{
+			{"honest list", list, q("SELECT id FROM customers WHERE country = 'JP'") + "None: no customer is in Japan.", true},
+			{"the same question another way", list, q("SELECT c.id FROM customers AS c WHERE UPPER(c.country) = 'JP' ORDER BY c.id") + "No customer is in Japan.", true},
+			{"the wrong column", list, q("SELECT id FROM customers WHERE full_name = 'JP'") + "None.", false},
+			{"a constant that returns nothing", list, q("SELECT 1 WHERE 1 = 0") + "None.", false},
+			{"honest count", count, q("SELECT COUNT(*) FROM customers WHERE country = 'JP'") + "There are 0 customers in Japan.", true},
+			{"SELECT 0", count, q("SELECT 0") + "There are 0 customers in Japan.", false},
+			{"a count on the wrong column", count, q("SELECT COUNT(*) FROM customers WHERE email = 'JP'") + "0 customers.", false},
+			{"counting an empty listing", count, q("SELECT id FROM customers WHERE 1 = 0") + "0 customers.", false},
+		} {
+			bare := scoreLive(t, fac, c.task, a, c.text)
+			if bare.Value != 1 {
+				t.Errorf("%s without witness_sql: %v (%s), want 1 (the hole witness_sql closes)", c.name, bare.Value, bare.Reason)
+			}
+			tk := *c.task
+			tk.WitnessSQL = witness
+			s := scoreLive(t, fac, &tk, a, c.text)
+			if got := s.Value == 1; got != c.held || len(s.Checks) != 1 {
+				t.Errorf("%s with witness_sql: %v, want held %v: %+v", c.name, s.Value, c.held, s.Checks)
+			}
+			if !c.held && !strings.Contains(s.Checks[0].Why, "witness_sql") {
+				t.Errorf("%s: the reason does not name witness_sql: %s", c.name, s.Checks[0].Why)
+			}
+		}
+		bad := *list
+		bad.WitnessSQL = []string{"UPDATE nowhere SET x = 1"}
+		sb, err := fac.Fork(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sb.Close()
+		traj, err := Replay(context.Background(), sb, q("SELECT id FROM customers WHERE country = 'JP'")+"None.")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Score(context.Background(), &Input{Task: &bad, Trajectory: traj, Sandbox: sb}); err == nil || !strings.Contains(err.Error(), "witness_sql") {
+			t.Errorf("a witness_sql that fails: err %v, want one naming witness_sql", err)
 		}
 	})
 }

@@ -194,6 +194,11 @@ func parseLine(line []byte, opts LoadOptions) (Task, string, error) {
 			return t, fmt.Sprintf("state_assertions[%d]", i), errors.New("empty assertion")
 		}
 	}
+	for i, a := range t.WitnessSQL {
+		if strings.TrimSpace(a) == "" {
+			return t, fmt.Sprintf("witness_sql[%d]", i), errors.New("empty statement")
+		}
+	}
 	if opts.Fixtures != nil && t.Fixture != "" {
 		if _, ok := opts.Fixtures[t.Fixture]; !ok {
 			return t, "fixture", fmt.Errorf("unknown fixture %q (known: %s)", t.Fixture, knownNames(opts.Fixtures))

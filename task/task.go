@@ -16,10 +16,20 @@ type Task struct {
 	// task without them is read-only: its ground truth is computed on the
 	// fixture as it was built, and a write the trajectory makes counts
 	// against it.
-	StateAssertions []string       `json:"state_assertions,omitempty"`
-	Fixture         string         `json:"fixture,omitempty"`
-	Golden          []chat.Message `json:"golden,omitempty"`
-	Category        string         `json:"category,omitempty"`
+	StateAssertions []string `json:"state_assertions,omitempty"`
+	// WitnessSQL are trusted statements (like the oracles) that change a
+	// copy of the data so that the question's answer is not empty there:
+	// for "which employees have Eva Lund as their manager?", whose answer
+	// is none, one that makes Eva Lund someone's manager. Removing rows
+	// cannot tell a query that answers such a question from any other that
+	// returns nothing, or from SELECT 0, so a query that matched a SQL
+	// oracle live must also match it on that copy (reward.Assertions).
+	// mcprl tasks generate writes them for its questions with an empty
+	// answer.
+	WitnessSQL []string       `json:"witness_sql,omitempty"`
+	Fixture    string         `json:"fixture,omitempty"`
+	Golden     []chat.Message `json:"golden,omitempty"`
+	Category   string         `json:"category,omitempty"`
 }
 
 // SharedSystemPrompt returns the system prompt every task has, or "" when

@@ -570,9 +570,10 @@ func (g *gen) emptyCands(t *Table, add func(*cand)) {
 						"How many {n} are {v}?",
 						"Count the {n} with a {col} of {v}.",
 					}, with(cw, "v", a)),
-					oracle: "SELECT COUNT(*) FROM " + tab + where,
-					steps:  []step{{"", "SELECT COUNT(*) FROM " + tab + where}},
-					answer: g.oneAnswer("{v}: no "+singular(t.Name)+" has "+cw["col"]+" '"+a+"'.", "There are {v} such "+w["n"]+"; '"+a+"' is not among the stored "+cw["col"]+" values."),
+					oracle:  "SELECT COUNT(*) FROM " + tab + where,
+					steps:   []step{{"", "SELECT COUNT(*) FROM " + tab + where}},
+					answer:  g.oneAnswer("{v}: no "+singular(t.Name)+" has "+cw["col"]+" '"+a+"'.", "There are {v} such "+w["n"]+"; '"+a+"' is not among the stored "+cw["col"]+" values."),
+					witness: setOne(t, col, literal(a)),
 				})
 			}
 		}
@@ -589,9 +590,10 @@ func (g *gen) emptyCands(t *Table, add func(*cand)) {
 							"Which {n} have a {col} on or after {d}? Give their ids.",
 							"List the ids of the {n} whose {col} is {d} or later.",
 						}, with(w, "col", dateWords(c.Name), "d", d)),
-						oracle: "SELECT " + key + " FROM " + tab + where,
-						steps:  []step{{"", "SELECT " + key + " FROM " + tab + where + " ORDER BY " + key}},
-						answer: g.listAnswer("None: no "+singular(t.Name)+" has a "+dateWords(c.Name)+" on or after "+d+" (the query returns no rows).", "There are no such "+w["n"]+"; the result is empty."),
+						oracle:  "SELECT " + key + " FROM " + tab + where,
+						steps:   []step{{"", "SELECT " + key + " FROM " + tab + where + " ORDER BY " + key}},
+						answer:  g.listAnswer("None: no "+singular(t.Name)+" has a "+dateWords(c.Name)+" on or after "+d+" (the query returns no rows).", "There are no such "+w["n"]+"; the result is empty."),
+						witness: setOne(t, col, literal(d)),
 					})
 				}
 			}
@@ -605,12 +607,25 @@ func (g *gen) emptyCands(t *Table, add func(*cand)) {
 					"How many {n} have a {col} above {x}?",
 					"Count the {n} whose {col} exceeds {x}.",
 				}, with(cw, "x", strconv.FormatInt(x, 10))),
-				oracle: "SELECT COUNT(*) FROM " + tab + where,
-				steps:  []step{{"", "SELECT COUNT(*) FROM " + tab + where}},
-				answer: g.oneAnswer("{v}: no "+singular(t.Name)+" has a "+cw["col"]+" above "+strconv.FormatInt(x, 10)+".", "There are {v} of them."),
+				oracle:  "SELECT COUNT(*) FROM " + tab + where,
+				steps:   []step{{"", "SELECT COUNT(*) FROM " + tab + where}},
+				answer:  g.oneAnswer("{v}: no "+singular(t.Name)+" has a "+cw["col"]+" above "+strconv.FormatInt(x, 10)+".", "There are {v} of them."),
+				witness: setOne(t, col, strconv.FormatInt(x+1, 10)),
 			})
 		}
 	}
+}
+
+// setOne is the witness_sql of a question whose answer is empty: it sets
+// col (an identifier) to value (SQL) in the table's row with the lowest key,
+// so that the question's answer is that row; in a table without a key, in
+// the rows whose col holds its lowest value.
+func setOne(t *Table, col, value string) []string {
+	tab, k := ident(t.Name), col
+	if t.Key != nil {
+		k = ident(t.Key.Name)
+	}
+	return []string{"UPDATE " + tab + " SET " + col + " = " + value + " WHERE " + k + " = (SELECT MIN(" + k + ") FROM " + tab + ")"}
 }
 
 func alias(t string, other string) string {
@@ -723,8 +738,9 @@ func (g *gen) joinCands(fk ForeignKey, add func(*cand)) {
 			})
 			add(&cand{cat: "empty", shape: rowList, empty: true,
 				texts: listTexts, oracle: listSQL,
-				steps:  []step{{"", listSQL + " ORDER BY " + ck}},
-				answer: g.listAnswer("None: "+x+" has no "+cn+" (the query returns no rows).", "There are no "+cn+" for "+x+"."),
+				steps:   []step{{"", listSQL + " ORDER BY " + ck}},
+				answer:  g.listAnswer("None: "+x+" has no "+cn+" (the query returns no rows).", "There are no "+cn+" for "+x+"."),
+				witness: setOne(child, ident(fk.Column), "(SELECT MIN("+ident(fk.RefColumn)+") FROM "+ident(parent.Name)+" WHERE "+ident(lab.Name)+" = "+literal(x)+")"),
 			})
 			countSQL := "SELECT COUNT(*) FROM " + from + cond
 			add(&cand{cat: "join", shape: oneCell,
@@ -800,11 +816,13 @@ func (g *gen) selfJoinCands(fk ForeignKey, t *Table, add func(*cand)) {
 		}, lw)
 		for _, empty := range []bool{false, true} {
 			cat, ans := "join", g.listAnswer("{k} "+n+" have "+x+" as their "+role+": ids {ids}.", "The "+n+" whose "+role+" is "+x+" are ids {ids}.")
+			var witness []string
 			if empty {
 				cat, ans = "empty", g.listAnswer("None: no "+one+" has "+x+" as "+role+" (the query returns no rows).")
+				witness = setOne(t, ident(fk.Column), "(SELECT MIN("+ident(fk.RefColumn)+") FROM "+tab+" WHERE "+ident(lab.Name)+" = "+literal(x)+")")
 			}
 			add(&cand{cat: cat, shape: rowList, empty: empty, texts: texts, oracle: listSQL,
-				steps: []step{{"", listSQL + " ORDER BY " + ck}}, answer: ans})
+				steps: []step{{"", listSQL + " ORDER BY " + ck}}, answer: ans, witness: witness})
 		}
 		countSQL := "SELECT COUNT(*) FROM " + from + cond
 		add(&cand{cat: "join", shape: oneCell,

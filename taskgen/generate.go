@@ -184,6 +184,9 @@ type cand struct {
 	asserts []string // the assertions, when they are not the oracle alone (lint tasks)
 	shape   shape
 	empty   bool // the oracle must return no rows (rowList) or 0 (oneCell)
+	// witness (a question with an empty answer) changes a copy of the data
+	// so that the answer is not empty there: the task's witness_sql.
+	witness []string
 	steps   []step
 	answer  func(res *sqldb.Result) string // the final answer, from the oracle's result (one cell) or the golden's last observation (rows)
 	lookup  *lookup                        // the two steps that replace steps for Options.LookupShare of the questions that have one
@@ -234,6 +237,7 @@ func (g *gen) run() ([]task.Task, error) {
 			ID:                    fmt.Sprintf("%s-%s-%03d", g.fx.Name, c.cat, len(out)+1),
 			Task:                  text,
 			GroundTruthAssertions: slices.Clone(asserts),
+			WitnessSQL:            slices.Clone(c.witness),
 			Fixture:               g.fx.Name,
 			Category:              c.cat,
 		}
@@ -367,8 +371,34 @@ func (g *gen) realize(c *cand) (bool, error) {
 		}
 		res = last // its ORDER BY makes the answer read in order
 	}
+	if c.empty {
+		if ok, err := g.witnessed(c, steps[len(steps)-1].sql); !ok || err != nil {
+			return false, err
+		}
+	}
 	c.res, c.msgs, c.ok = res, msgs, true
 	return true, nil
+}
+
+// witnessed reports whether a question with an empty answer has a witness
+// that works: on the copy of the data it changes, the oracle's answer is
+// not empty and the golden's last query still gives it.
+func (g *gen) witnessed(c *cand, golden string) (bool, error) {
+	if len(c.witness) == 0 {
+		return false, nil
+	}
+	w, err := g.db.Witnessed(g.ctx, c.witness, c.oracle, []string{golden})
+	if err != nil {
+		if g.ctx.Err() != nil {
+			return false, g.ctx.Err()
+		}
+		return false, nil // the statement does not fit this database: no question
+	}
+	o, q := w[0], w[1]
+	if o == nil || q == nil || len(o.Rows) == 0 || len(q.Columns) != len(o.Columns) || !sameRows(q.Rows, o.Rows) {
+		return false, nil
+	}
+	return !(c.shape == oneCell && len(o.Rows) == 1 && len(o.Rows[0]) == 1 && show(o.Rows[0][0]) == "0"), nil
 }
 
 // oracle runs a candidate's oracle and reports whether its result has the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -190,6 +191,29 @@ func checkTasks(t *testing.T, fx *task.Fixture, tasks []task.Task, traps map[str
 		bare := &chat.Trajectory{Answer: traj.Answer, Turns: []chat.Turn{{Text: traj.Answer}}}
 		if s, err := assertions.Score(ctx, &reward.Input{Task: tk, Trajectory: bare, Sandbox: sb}); err != nil || s.Value != 0 {
 			t.Errorf("%s: an answer without queries scores %v (%v)", tk.ID, s.Value, err)
+		}
+		// A question whose answer is empty carries a witness, and a query
+		// that returns nothing whatever it is asked (the constant 0, no
+		// rows) with the golden's answer does not pass for the golden.
+		if tk.Category == "empty" {
+			if len(tk.WitnessSQL) == 0 {
+				t.Errorf("%s: a question with an empty answer has no witness_sql", tk.ID)
+			}
+			for _, q := range []string{"SELECT 0", "SELECT 1 WHERE 1 = 0"} {
+				text := toolcall.RenderCall(chat.Call{Name: task.ToolQueryDatabase, Arguments: []byte(fmt.Sprintf(`{"sql": %q}`, q))}) + traj.Answer
+				qsb, err := fac.Fork(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				qt, err := reward.Replay(ctx, qsb, text)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if s, err := assertions.Score(ctx, &reward.Input{Task: tk, Trajectory: qt, Sandbox: qsb}); err != nil || s.Value != 0 {
+					t.Errorf("%s: %s and the golden's answer score %v (%v)", tk.ID, q, s.Value, err)
+				}
+				qsb.Close()
+			}
 		}
 		// A different oracle over the same trajectory fails: the score
 		// reads the trajectory's results, it is not 1 whatever they are.

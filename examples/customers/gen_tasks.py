@@ -119,6 +119,10 @@ tasks = [
         "id": "customers-orphan-orders-007",
         "task": "Verify referential integrity: are there orders whose customer does not exist?",
         "ground_truth_assertions": ["SELECT COUNT(*) FROM orders o LEFT JOIN customers c ON c.id = o.customer_id WHERE c.id IS NULL"],
+        # Its answer is 0: a copy with one orphaned order tells the honest query from SELECT 0 (the foreign key
+        # dropped on PostgreSQL; SQLite defers it on such a copy, and the ALTER fails there, which is skipped).
+        "witness_sql": ["ALTER TABLE orders DROP CONSTRAINT orders_customer_id_fkey",
+                        "UPDATE orders SET customer_id = -1 WHERE id = (SELECT MIN(id) FROM orders)"],
         "fixture": "customers",
         "category": "integrity",
         "golden": q("SELECT COUNT(*) FROM orders o LEFT JOIN customers c ON c.id = o.customer_id WHERE c.id IS NULL")

@@ -137,6 +137,18 @@ func (t *Template) Variants(ctx context.Context, n int, oracle string, queries [
 	return variants(ctx, fc, tables, n, oracle, queries, t.limits())
 }
 
+// Witnessed is (*DB).Witnessed on the fixture as it was built: the oracle
+// and the policy's queries (read-only, confined) on a copy of the fixture's
+// data that the trusted setup statements changed.
+func (t *Template) Witnessed(ctx context.Context, setup []string, oracle string, queries []string) ([]*Result, error) {
+	fc, err := t.takeRef(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer t.putRef(fc)
+	return witnessed(ctx, fc, setup, oracle, queries, t.limits())
+}
+
 func (t *Template) limits() limits {
 	return limits{timeout: t.opts.StatementTimeout, maxRows: t.opts.MaxRows, maxBytes: t.opts.MaxBytes}
 }

@@ -836,12 +836,12 @@ func (p *pgParked) tables(ctx context.Context) ([]Table, error) {
 	return f.tables(ctx)
 }
 
-func (p *pgParked) variant(ctx context.Context, i int, tables []Table, oracle string, queries []string, lim limits) ([]*Result, error) {
+func (p *pgParked) variant(ctx context.Context, ch change, oracle string, queries []string, lim limits) ([]*Result, error) {
 	f, err := p.made(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return f.variant(ctx, i, tables, oracle, queries, lim)
+	return f.variant(ctx, ch, oracle, queries, lim)
 }
 
 func (p *pgParked) snapshot(ctx context.Context, writes []string, lim limits) (forkConn, error) {

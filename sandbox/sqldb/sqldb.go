@@ -143,9 +143,9 @@ type forkConn interface {
 	query(ctx context.Context, sql string, lim limits) (*Result, error)
 	oracle(ctx context.Context, sql string, lim limits) (*Result, error)
 	tables(ctx context.Context) ([]Table, error)
-	// variant runs the oracle and the queries on variant i of the data,
-	// then restores it (DB.Variants).
-	variant(ctx context.Context, i int, tables []Table, oracle string, queries []string, lim limits) ([]*Result, error)
+	// variant runs the oracle and the queries on the data as ch changes
+	// it, then restores it (DB.Variants, DB.Witnessed).
+	variant(ctx context.Context, ch change, oracle string, queries []string, lim limits) ([]*Result, error)
 	// snapshot makes a new fork holding this fork's current state; writes
 	// are the statements that changed it, in order (PostgreSQL replays
 	// them).
@@ -439,7 +439,7 @@ func (l lostFork) oracle(context.Context, string, limits) (*Result, error) {
 	return nil, l.err()
 }
 func (l lostFork) tables(context.Context) ([]Table, error) { return nil, l.err() }
-func (l lostFork) variant(context.Context, int, []Table, string, []string, limits) ([]*Result, error) {
+func (l lostFork) variant(context.Context, change, string, []string, limits) ([]*Result, error) {
 	return nil, l.err()
 }
 func (l lostFork) snapshot(context.Context, []string, limits) (forkConn, error) {

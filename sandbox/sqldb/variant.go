@@ -35,14 +35,62 @@ func (d *DB) Variants(ctx context.Context, n int, oracle string, queries []strin
 	return variants(ctx, d.fc, tables, n, oracle, queries, d.lim)
 }
 
+// Witnessed runs the trusted oracle and the untrusted queries once, on a
+// copy of the fork's current data that the trusted statements in setup
+// changed first, and returns the oracle's result (0) and each query's
+// (1...), nil where that query failed there; the fork's state is unchanged
+// afterwards. The queries run as in Variants.
+//
+// Removing rows cannot tell apart two queries that both return nothing: a
+// question whose answer is empty (nobody has that manager, no order is that
+// late) is matched by any query that returns no rows, or by SELECT 0. Setup
+// adds the rows such a question asks about (a task's witness_sql), so that
+// the oracle's answer is no longer empty and only a query that asks the
+// same question agrees with it. A setup statement that fails is skipped,
+// so that one list can serve both dialects (a statement only PostgreSQL
+// needs, such as dropping a foreign key, fails on SQLite); whether the
+// statements did their job shows in the oracle's result. On SQLite the
+// copy's foreign keys are deferred (the copy is never committed); on
+// PostgreSQL, whose constraints defer only where they were declared
+// DEFERRABLE, setup drops the one it must break.
+func (d *DB) Witnessed(ctx context.Context, setup []string, oracle string, queries []string) ([]*Result, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.ready(ctx); err != nil {
+		return nil, err
+	}
+	return witnessed(ctx, d.fc, setup, oracle, queries, d.lim)
+}
+
+// change is what a variant does to the data before the oracle and the
+// queries run on it: the setup statements when there are any, else the
+// deletion of variant thin's share of every table's rows.
+type change struct {
+	thin   int
+	tables []Table
+	setup  []string
+}
+
 // variants runs the oracle and the queries on variants 0..n-1 of fc's data.
 func variants(ctx context.Context, fc forkConn, tables []Table, n int, oracle string, queries []string, lim limits) ([][]*Result, error) {
 	out := make([][]*Result, n)
 	for i := range n {
 		var err error
-		if out[i], err = fc.variant(ctx, i, tables, oracle, queries, lim); err != nil {
+		if out[i], err = fc.variant(ctx, change{thin: i, tables: tables}, oracle, queries, lim); err != nil {
 			return nil, fmt.Errorf("sqldb: variant %d: %w", i, err)
 		}
+	}
+	return out, nil
+}
+
+// witnessed runs the oracle and the queries on fc's data changed by setup.
+func witnessed(ctx context.Context, fc forkConn, setup []string, oracle string, queries []string, lim limits) ([]*Result, error) {
+	if len(setup) == 0 {
+		return nil, errors.New("sqldb: a witnessed variant needs setup statements")
+	}
+	out, err := fc.variant(ctx, change{setup: setup}, oracle, queries, lim)
+	if err != nil {
+		return nil, fmt.Errorf("sqldb: witnessed variant: %w", err)
 	}
 	return out, nil
 }
@@ -90,7 +138,7 @@ func (f *sqliteFork) thin(ctx context.Context, table string, i int, exec func(st
 	}
 }
 
-func (f *sqliteFork) variant(ctx context.Context, i int, tables []Table, oracle string, queries []string, lim limits) ([]*Result, error) {
+func (f *sqliteFork) variant(ctx context.Context, ch change, oracle string, queries []string, lim limits) ([]*Result, error) {
 	exec := func(sql string) error {
 		return f.sc.Raw(func(any) error {
 			_, err := f.c.ExecContext(ctx, sql, nil)
@@ -100,8 +148,25 @@ func (f *sqliteFork) variant(ctx context.Context, i int, tables []Table, oracle 
 	if err := exec("SAVEPOINT mcprl_variant"); err != nil {
 		return nil, err
 	}
-	for _, t := range tables {
-		f.thin(ctx, t.Name, i, exec)
+	if ch.setup != nil {
+		// The copy is never committed: its foreign keys are checked at a
+		// commit that does not come, so setup can add the orphan a
+		// question about orphans asks for. Only this trusted statement gets
+		// past the authorizer, and only here.
+		f.deferFK = true
+		err := exec("PRAGMA defer_foreign_keys = ON")
+		f.deferFK = false
+		if err != nil {
+			return nil, errors.Join(err, exec("ROLLBACK TO mcprl_variant"), exec("RELEASE mcprl_variant"))
+		}
+	}
+	for _, st := range ch.setup {
+		_ = exec(st) // a statement fails alone (SQLite undoes it); the oracle shows what the rest did
+	}
+	if ch.setup == nil {
+		for _, t := range ch.tables {
+			f.thin(ctx, t.Name, ch.thin, exec)
+		}
 	}
 	out := make([]*Result, 1+len(queries))
 	var err error
@@ -130,13 +195,23 @@ func (f *sqliteFork) variant(ctx context.Context, i int, tables []Table, oracle 
 	if rerr := exec("RELEASE mcprl_variant"); rerr != nil {
 		return nil, errors.Join(err, rerr)
 	}
+	if ch.setup != nil {
+		// RELEASE ended the transaction SAVEPOINT began, which turns the
+		// deferral off; this makes sure of it.
+		f.deferFK = true
+		rerr := exec("PRAGMA defer_foreign_keys = OFF")
+		f.deferFK = false
+		if rerr != nil {
+			return nil, errors.Join(err, rerr)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (f *pgFork) variant(ctx context.Context, i int, tables []Table, oracle string, queries []string, lim limits) ([]*Result, error) {
+func (f *pgFork) variant(ctx context.Context, ch change, oracle string, queries []string, lim limits) ([]*Result, error) {
 	if f.broken != nil {
 		return nil, fmt.Errorf("sqldb: postgres: fork unusable: %w", f.broken)
 	}
@@ -163,9 +238,21 @@ func (f *pgFork) variant(ctx context.Context, i int, tables []Table, oracle stri
 			}
 			return ferr == nil, nil
 		}
-		for _, t := range tables {
+		for _, st := range ch.setup {
+			// A statement that fails costs only itself, as a thinning one.
 			if _, err := step(func() error {
-				_, err := f.c.Exec(cctx, fmt.Sprintf(thinPG, quoteIdent(t.Name), i)).ReadAll()
+				_, err := f.c.Exec(cctx, st).ReadAll()
+				return err
+			}); err != nil {
+				return nil, err
+			}
+		}
+		for _, t := range ch.tables {
+			if ch.setup != nil {
+				break
+			}
+			if _, err := step(func() error {
+				_, err := f.c.Exec(cctx, fmt.Sprintf(thinPG, quoteIdent(t.Name), ch.thin)).ReadAll()
 				return err
 			}); err != nil {
 				return nil, err
