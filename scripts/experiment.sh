@@ -24,7 +24,9 @@
 #   GRPO_CONFIG=FILE CONTROL_CONFIG=FILE scripts/experiment.sh   # other GRPO / compute-control configs
 #   GRPO_TASKS=edge GRPO_CONFIG=examples/experiment/grpo-edge.yaml scripts/experiment.sh   # GRPO on the edge cases alone
 #   REUSE=runs/experiment GRPO_TASKS=edge GRPO_CONFIG=examples/experiment/grpo-edge.yaml OUT=runs/exp-edge scripts/experiment.sh
-#                                         # another GRPO from the same SFT models (their control reused; all evaluated again)
+#                                         # another GRPO from the same SFT models (their control reused, or trained here
+#                                         # if that run has none; all evaluated again). Their tasks must match these as
+#                                         # SFT reads them (ids, prompts, goldens); reward-only fields may differ
 #   GRPO_EVAL_STEPS="100 200" scripts/experiment.sh   # also evaluate GRPO's checkpoint-100 and -200 (a learning curve)
 #   QUICK=1 scripts/experiment.sh         # the whole pipeline in a few minutes (what CI runs)
 #   DATA_ONLY=1 OUT=DIR scripts/experiment.sh   # only the fixtures, training tasks and held-out file (for other models)
@@ -40,7 +42,7 @@ SFT_CONFIG="${SFT_CONFIG:-examples/experiment/sft.yaml}"
 GRPO_CONFIG="${GRPO_CONFIG:-examples/experiment/grpo.yaml}"
 CONTROL_CONFIG="${CONTROL_CONFIG:-examples/experiment/sft-control.yaml}"
 GRPO_TASKS="${GRPO_TASKS:-all}" # all: every training task; edge: only those without a golden trajectory
-REUSE="${REUSE:-}"               # another run's folder: take its SFT and control models, train only GRPO, evaluate all
+REUSE="${REUSE:-}"               # another run's folder: take its SFT and control models (the control trained here where it has none), train GRPO, evaluate all
 GRPO_EVAL_STEPS="${GRPO_EVAL_STEPS:-}" # GRPO checkpoints (steps, a multiple of save_steps) evaluated besides final
 SEEDS="${SEEDS:-1 2 3}"
 PARALLEL="${PARALLEL:-1}"
@@ -141,7 +143,15 @@ with open(f"{out}/heldout.jsonl", "w") as w:
 print(f"{len(train)} training tasks; evaluated: " + ", ".join(f"{min(cap, len(v))} {k}" for k, v in sets.items()), file=sys.stderr)
 PY
 [ -n "${DATA_ONLY:-}" ] && { kill "$sampler" 2>/dev/null || true; exit 0; }
-if [ -n "$REUSE" ] && ! cmp -s "$REUSE/train_tasks.jsonl" "$OUT/train_tasks.jsonl"; then
+# The reused SFT models must have seen these tasks as SFT sees them (ids, prompts, goldens); what only the reward
+# reads (assertions, witness_sql) may differ: every model is evaluated again with this binary's reward and tasks.
+sft_view() {
+  python3 -c 'import json,sys
+for l in open(sys.argv[1]):
+    t = json.loads(l)
+    print(json.dumps([t.get(k) for k in ("id", "system_prompt", "task", "fixture", "golden")], sort_keys=True))' "$1"
+}
+if [ -n "$REUSE" ] && ! cmp -s <(sft_view "$REUSE/train_tasks.jsonl") <(sft_view "$OUT/train_tasks.jsonl"); then
   echo "REUSE=$REUSE: its SFT models were trained on other tasks than these (another script version or sizes?)" >&2
   exit 2
 fi
@@ -202,7 +212,7 @@ run_seed() {
   }
   control_chain() {
     # shellcheck disable=SC2086
-    [ -n "$REUSE" ] || timed "seed-$s sft-control" "$bin" sft --config "$d/sft-control.yaml" --model "$d/sft/final" --tasks "$OUT/train_tasks.jsonl" --fixtures "$fx" --output-dir "$d/sft-control" $CONTROL_STEPS 2> "$d/sft-control.log" || return 1
+    [ -n "$REUSE" ] && [ -d "$d/sft-control/final" ] || timed "seed-$s sft-control" "$bin" sft --config "$d/sft-control.yaml" --model "$d/sft/final" --tasks "$OUT/train_tasks.jsonl" --fixtures "$fx" --output-dir "$d/sft-control" $CONTROL_STEPS 2> "$d/sft-control.log" || return 1
     evaluate "$s" sft-control
   }
   local failed=0 p

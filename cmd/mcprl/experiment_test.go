@@ -100,6 +100,68 @@ func TestExperimentQuick(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(out2, "grpo_tasks.jsonl")); err != nil || len(b) == 0 || strings.Contains(string(b), `"golden"`) {
 		t.Errorf("REUSE with GRPO_TASKS=edge: GRPO's tasks must be the edge cases alone (%v)", err)
 	}
+	// REUSE of a run whose control never finished, whose tasks differ from these only in what the reward reads
+	// (witness_sql): the SFT model is reused, the control trained here. Tasks that differ in a golden refuse.
+	src := t.TempDir()
+	if err := os.CopyFS(src, os.DirFS(out)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(src, "seed-1", "sft-control")); err != nil {
+		t.Fatal(err)
+	}
+	rewrite := func(edit func(task map[string]any)) {
+		t.Helper()
+		path := filepath.Join(src, "train_tasks.jsonl")
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lines []string
+		for _, l := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+			var tk map[string]any
+			if err := json.Unmarshal([]byte(l), &tk); err != nil {
+				t.Fatal(err)
+			}
+			edit(tk)
+			b, err := json.Marshal(tk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines = append(lines, string(b))
+		}
+		if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rewrite(func(tk map[string]any) { delete(tk, "witness_sql") })
+	reuse := func(env ...string) (string, string, error) {
+		dir := t.TempDir()
+		c := exec.CommandContext(ctx, "bash", "scripts/experiment.sh")
+		c.Dir = cmd.Dir
+		c.Env = append(append(os.Environ(), "QUICK=1", "OUT="+dir, "REUSE="+src, "SIDE_BY_SIDE=0"), env...)
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
+		b, err := c.CombinedOutput()
+		return dir, string(b), err
+	}
+	out3, log3, err := reuse()
+	if err != nil {
+		t.Fatalf("REUSE without a control: scripts/experiment.sh: %v\n%s", err, log3)
+	}
+	if _, err := os.Stat(filepath.Join(out3, "seed-1", "sft-control", "final", "model.safetensors")); err != nil {
+		t.Errorf("REUSE of a run without a control: the control was not trained here: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(out3, "times.tsv")); err != nil || !regexp.MustCompile(`(?m)^seed-1 sft-control\t`).Match(b) || !strings.Contains(string(b), "seed-1 (reused) sft\t") {
+		t.Errorf("REUSE without a control: times.tsv should time the control here and list the SFT as reused (%v):\n%s", err, b)
+	}
+	rewrite(func(tk map[string]any) {
+		if g, ok := tk["golden"].([]any); ok && len(g) > 0 {
+			tk["golden"] = g[:len(g)-1]
+		}
+	})
+	if _, log4, err := reuse(); err == nil || !strings.Contains(log4, "trained on other tasks") {
+		t.Errorf("REUSE of SFT models trained on other goldens: %v, want a refusal:\n%s", err, log4)
+	}
 	table, err := os.ReadFile(filepath.Join(out, "results.md"))
 	if err != nil {
 		t.Fatal(err)
