@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -417,20 +418,21 @@ func (a *Assertions) checkSQL(ctx context.Context, in *Input, src string, afterW
 	}
 	obs := observations(in.Trajectory)
 	// The queries whose result is the oracle's and, for a one-cell oracle
-	// whose value the answer states, those whose result holds that value or
-	// has that many rows (an answer that counted a listing).
+	// whose value the answer states, those whose result holds that value in
+	// a cell its row's text identifies, or has that many rows (an answer
+	// that counted a listing).
 	var cands []candidate
 	stated := oneCell && in.Trajectory != nil && inAnswer(in.Trajectory.Answer, res.Rows[0][0])
 	for _, o := range obs {
 		switch {
 		case len(o.Columns) == len(res.Columns) && sameRows(canonRows(o.Rows), want, ordered):
-			cands = append(cands, candidate{o.SQL, matchRows})
+			cands = append(cands, candidate{sql: o.SQL, kind: matchRows})
 		case stated:
-			if holds(o.Rows, cell) {
-				cands = append(cands, candidate{o.SQL, matchCell})
+			if at := cellsAt(o.Rows, cell); len(at) > 0 {
+				cands = append(cands, candidate{sql: o.SQL, kind: matchCell, at: at})
 			}
 			if canon(int64(len(o.Rows))) == cell {
-				cands = append(cands, candidate{o.SQL, matchCount})
+				cands = append(cands, candidate{sql: o.SQL, kind: matchCount})
 			}
 		}
 	}
@@ -459,8 +461,9 @@ func (a *Assertions) checkSQL(ctx context.Context, in *Input, src string, afterW
 			}
 			witnessed = [][]*sqldb.Result{r}
 		}
+		all := append(slices.Clone(vs), witnessed...)
 		for i, c := range cands {
-			if c.matchesOnVariants(vs, i+1, ordered) && c.matchesOnVariants(witnessed, i+1, ordered) {
+			if c.matchesOnVariants(all, i+1, ordered) {
 				if c.kind == matchRows {
 					return Check{Name: src, Held: true, Why: "a query_database result has the oracle's rows"}, nil
 				}
@@ -481,7 +484,7 @@ func (a *Assertions) checkSQL(ctx context.Context, in *Input, src string, afterW
 			// derivation, and GRPO learned to guess (run 7 of the experiment:
 			// a third of its successes answered "2" after a query that
 			// returned 0), so a stated value must be shown.
-			return Check{Name: src, Why: fmt.Sprintf("the final answer states the oracle's value %s, but no query_database result shows it (among its cells or as its row count)", cell)}, nil
+			return Check{Name: src, Why: fmt.Sprintf("the final answer states the oracle's value %s, but no query_database result shows it (as its row count, or in a cell whose row the result's text identifies: a number among a listing's many is no evidence)", cell)}, nil
 		}
 		return Check{Name: src, Why: fmt.Sprintf("no query result had the oracle's value %s and the final answer does not state it", cell)}, nil
 	}
@@ -495,13 +498,59 @@ func (a *Assertions) checkSQL(ctx context.Context, in *Input, src string, afterW
 type candidate struct {
 	sql  string
 	kind int
+	at   map[string]bool // matchCell: the cells that held the value live (cellsAt)
 }
 
 const (
 	matchRows  = iota // the oracle's rows
-	matchCell         // the one-cell oracle's value among its cells
+	matchCell         // the one-cell oracle's value in a cell its row identifies
 	matchCount        // as many rows as the one-cell oracle's value
 )
+
+// cellsAt returns the cells of rows that hold cell (canonical form) and
+// that another copy of the data can point to again: "column index, then the
+// row's cells that are not numbers" (a GROUP BY's label, a name; nothing
+// for a one-row aggregate), where no other row of rows has the same text.
+// A number found in a listing (SELECT id FROM customers shows every count
+// up to 36; SELECT * FROM orders, a few hundred numbers) has no such cell:
+// without this, an answer that lists every number from 0 to 40 held any
+// count's oracle beside such a query, on the data and on most copies with
+// rows removed alike.
+func cellsAt(rows [][]any, cell string) map[string]bool {
+	keys := make([]string, len(rows))
+	seen := map[string]int{}
+	for i, r := range rows {
+		var b strings.Builder
+		for j, v := range r {
+			if c := canon(v); !isNumber(c) {
+				fmt.Fprintf(&b, "%d=%q,", j, c)
+			}
+		}
+		keys[i] = b.String()
+		seen[keys[i]]++
+	}
+	var at map[string]bool
+	for i, r := range rows {
+		if seen[keys[i]] != 1 {
+			continue
+		}
+		for j, v := range r {
+			if canon(v) == cell {
+				if at == nil {
+					at = map[string]bool{}
+				}
+				at[fmt.Sprintf("%d:%s", j, keys[i])] = true
+			}
+		}
+	}
+	return at
+}
+
+// isNumber reports whether a canonical cell spells a number.
+func isNumber(c string) bool {
+	_, err := strconv.ParseFloat(c, 64)
+	return err == nil
+}
 
 // matchesOnVariants reports whether the candidate, query j (1...) of vs,
 // matches the oracle (0) the same way on every variant where the oracle ran.
@@ -520,7 +569,13 @@ func (c candidate) matchesOnVariants(vs [][]*sqldb.Result, j int, ordered bool) 
 				return false
 			}
 		case matchCell:
-			if !holds(q.Rows, canon(o.Rows[0][0])) {
+			// The value is in the same cell on the copy as live.
+			at := cellsAt(q.Rows, canon(o.Rows[0][0]))
+			found := false
+			for k := range c.at {
+				found = found || at[k]
+			}
+			if !found {
 				return false
 			}
 		case matchCount:
@@ -530,18 +585,6 @@ func (c candidate) matchesOnVariants(vs [][]*sqldb.Result, j int, ordered bool) 
 		}
 	}
 	return true
-}
-
-// holds reports whether any cell of rows is cell (canonical form).
-func holds(rows [][]any, cell string) bool {
-	for _, r := range rows {
-		for _, v := range r {
-			if canon(v) == cell {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // shorten cuts s to n bytes for a message.

@@ -393,6 +393,44 @@ func TestAssertionsEmptyAnswer(t *testing.T) {
 	})
 }
 
+// TestAssertionsShotgun: an answer that lists every number from 0 to 40
+// states any count's value, and a listing (every id, every column of a
+// table) shows most counts among its cells, on the data and on copies with
+// rows removed alike: before cellsAt, such a trajectory held the count's
+// oracle on PostgreSQL. A value counts only in a cell its row's text
+// identifies, as a GROUP BY's label does, and there it still holds.
+func TestAssertionsShotgun(t *testing.T) {
+	_, tasks := example(t)
+	var nums []string
+	for i := 0; i <= 40; i++ {
+		nums = append(nums, fmt.Sprint(i))
+	}
+	shotgun := "The answer is one of " + strings.Join(nums, ", ") + "."
+	backends(t, func(t *testing.T, fac *sandbox.Factory) {
+		a := NewAssertions()
+		for _, c := range []struct {
+			task, text string
+			want       float64
+		}{
+			{"customers-inactive-variants-002", q("SELECT id FROM customers") + shotgun, 0},
+			{"customers-inactive-variants-002", q("SELECT * FROM customers") + shotgun, 0},
+			{"customers-inactive-variants-002", q("SELECT * FROM orders") + shotgun, 0},
+			{"customers-inactive-variants-002", q("SELECT id, status FROM customers") + shotgun, 0},
+			{"customers-inactive-001", q("SELECT * FROM customers") + shotgun, 0},
+			{"customers-inactive-001", q("SELECT * FROM orders") + shotgun, 0},
+			// A GROUP BY's label identifies its count's cell on every copy.
+			{"customers-inactive-variants-002", q("SELECT LOWER(TRIM(status)) AS s, COUNT(*) FROM customers GROUP BY LOWER(TRIM(status))") + "13 customers are inactive.", 1},
+			{"customers-inactive-001", q("SELECT status, COUNT(*) AS n FROM customers GROUP BY status") + "7 customers have status exactly 'inactive'.", 0.5},
+			// A one-row aggregate: its only row is the cell's row.
+			{"customers-inactive-variants-002", q("SELECT COUNT(*), MAX(id) FROM customers WHERE LOWER(TRIM(status)) = 'inactive'") + "13 customers are inactive.", 1},
+		} {
+			if s := scoreLive(t, fac, tasks[c.task], a, c.text); s.Value != c.want {
+				t.Errorf("%s, %.60q: %v, want %v: %+v", c.task, c.text, s.Value, c.want, s.Checks)
+			}
+		}
+	})
+}
+
 // TestAssertionsHostile is what a search for the reward's holes would try
 // (GRPO found the "guess" one in run 7): destroying, rewriting or
 // shadowing the data and then answering what the damaged data says. A
