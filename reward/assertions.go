@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"path"
 	"regexp"
 	"slices"
 	"sort"
@@ -78,11 +79,25 @@ type Facts struct {
 	Calls []string `expr:"calls"`
 	// Called reports whether a tool was called (well-formed) at least once.
 	Called func(name string) bool `expr:"called"`
+	// ExitCodeOf is the exit code of the last run_linter call on one file
+	// (its path as the linter reports it: relative to the workspace,
+	// cleaned); an error, which fails the assertion, when that file was
+	// never linted. exit_code reads whichever file was linted last, so
+	// "exit_code == 0" holds after linting any clean file.
+	ExitCodeOf func(path string) (int, error) `expr:"exit_code_of"`
 }
 
 // FactsOf gathers the facts of a trajectory.
 func FactsOf(t *chat.Trajectory) Facts {
 	f := Facts{}
+	codes := map[string]int{}
+	f.ExitCodeOf = func(p string) (int, error) {
+		code, ok := codes[path.Clean(p)]
+		if !ok {
+			return 0, fmt.Errorf("%s was never linted (no run_linter call on it gave an exit code)", p)
+		}
+		return code, nil
+	}
 	if t == nil {
 		f.Called = func(string) bool { return false }
 		return f
@@ -107,6 +122,9 @@ func FactsOf(t *chat.Trajectory) Facts {
 			if c.Call.Name == task.ToolRunLinter {
 				if code, ok := exitCode(c); ok {
 					f.ExitCode = code
+					if p := lintedPath(c); p != "" {
+						codes[p] = code
+					}
 				} else {
 					f.ExitCode = nil
 				}
@@ -137,6 +155,26 @@ func exitCode(c chat.CallResult) (int, bool) {
 	return 0, false
 }
 
+// lintedPath is the file a run_linter call linted: the path its structured
+// result reports, else its argument, cleaned; "" when neither says.
+func lintedPath(c chat.CallResult) string {
+	if c.Structured != nil {
+		var v struct {
+			Path string `json:"path"`
+		}
+		if b, err := json.Marshal(c.Structured); err == nil && json.Unmarshal(b, &v) == nil && v.Path != "" {
+			return path.Clean(v.Path)
+		}
+	}
+	var args struct {
+		Path string `json:"path"`
+	}
+	if json.Unmarshal(c.Call.Arguments, &args) == nil && args.Path != "" {
+		return path.Clean(args.Path)
+	}
+	return ""
+}
+
 // IsSQL reports whether an assertion is a SQL query (its first word, past
 // comments and parentheses, is SELECT or WITH).
 func IsSQL(a string) bool {
@@ -154,7 +192,7 @@ func isWordByte(c byte) bool {
 
 var exitCodeIdent = regexp.MustCompile(`\bexit_code\b`)
 
-var exprIdent = regexp.MustCompile(`\bexit_code\b|\bcalled\(\s*["']([^"']+)["']\s*\)`)
+var exprIdent = regexp.MustCompile(`\bexit_code(?:_of)?\b|\bcalled\(\s*["']([^"']+)["']\s*\)`)
 
 // neededTools infers which tools the assertions need called.
 func neededTools(assertions []string) []string {

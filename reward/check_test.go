@@ -19,6 +19,7 @@ func TestCheckAssertion(t *testing.T) {
 		"SELECT COUNT(*) FROM customers WHERE status = 'inactive'": true,
 		"WITH x AS (SELECT 1) SELECT * FROM x":                     true,
 		`exit_code == 0`:                                           true,
+		`exit_code_of("report.json") != 0`:                         true,
 		`called("query_database") && !called("run_linter")`:        true,
 		"SELECT COUNT(*) FROM customers WHERE status = 'inactive":  false,
 		"SELEC COUNT(*) FROM customers":                            false,

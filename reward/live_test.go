@@ -152,6 +152,42 @@ func TestAssertionsLive(t *testing.T) {
 	})
 }
 
+// TestAssertionsLintedFile: exit_code reads whichever file was linted
+// last, so "exit_code == 0" held after linting any clean file of the
+// workspace; exit_code_of reads the file the task names (its path cleaned)
+// and fails the assertion where that file was never linted, whatever the
+// comparison (a never-linted file does not "exit non-zero").
+func TestAssertionsLintedFile(t *testing.T) {
+	clean := &task.Task{ID: "lint-report", Fixture: "customers", Task: "Check report.json with run_linter.",
+		GroundTruthAssertions: []string{`called("run_linter")`, `exit_code_of("report.json") == 0`}}
+	broken := &task.Task{ID: "lint-cleanup", Fixture: "customers", Task: "Lint cleanup_inactive.sql.",
+		GroundTruthAssertions: []string{`exit_code_of("cleanup_inactive.sql") != 0`}}
+	backends(t, func(t *testing.T, fac *sandbox.Factory) {
+		a := NewAssertions()
+		for _, c := range []struct {
+			name string
+			task *task.Task
+			text string
+			want float64
+		}{
+			{"the file", clean, lint("report.json") + "report.json passes.", 1},
+			{"the file, written ./", clean, lint("./report.json") + "It passes.", 1},
+			{"another clean file", clean, lint("inactive_customers.sql") + "report.json passes.", 0.5},
+			{"the file, then a broken one", clean, lint("report.json") + lint("cleanup_inactive.sql") + "report.json passes.", 1},
+			{"nothing linted", clean, "report.json passes.", 0},
+			{"the broken file", broken, lint("cleanup_inactive.sql") + "It fails.", 1},
+			{"a clean file instead", broken, lint("inactive_customers.sql") + "It fails.", 0},
+			{"another broken file? none: a missing one", broken, lint("missing.sql") + "It fails.", 0},
+			{"nothing linted, broken", broken, "It fails.", 0},
+		} {
+			s := scoreLive(t, fac, c.task, a, c.text)
+			if s.Value != c.want {
+				t.Errorf("%s: %v, want %v: %+v", c.name, s.Value, c.want, s.Checks)
+			}
+		}
+	})
+}
+
 // TestGuardsAgainstRewardHacking scores the user's task with the
 // verifiable composition (format 0.3, tool_selection 0.3, execution 0.4,
 // hallucination veto -0.5) on live sandboxes: an honest trajectory scores

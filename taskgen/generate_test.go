@@ -192,6 +192,38 @@ func checkTasks(t *testing.T, fx *task.Fixture, tasks []task.Task, traps map[str
 		if s, err := assertions.Score(ctx, &reward.Input{Task: tk, Trajectory: bare, Sandbox: sb}); err != nil || s.Value != 0 {
 			t.Errorf("%s: an answer without queries scores %v (%v)", tk.ID, s.Value, err)
 		}
+		// A lint task names its file: linting another one of the workspace
+		// (clean or not) and the golden's answer does not pass.
+		if tk.Category == "lint" {
+			var file struct {
+				Path string `json:"path"`
+			}
+			if err := json.Unmarshal(calls[len(calls)-1].Call.Arguments, &file); err != nil {
+				t.Fatal(err)
+			}
+			entries, err := os.ReadDir(fx.WorkspaceDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range entries {
+				if e.IsDir() || e.Name() == file.Path {
+					continue
+				}
+				other := toolcall.RenderCall(chat.Call{Name: task.ToolRunLinter, Arguments: []byte(fmt.Sprintf(`{"path": %q}`, e.Name()))}) + traj.Answer
+				osb, err := fac.Fork(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ot, err := reward.Replay(ctx, osb, other)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if s, err := assertions.Score(ctx, &reward.Input{Task: tk, Trajectory: ot, Sandbox: osb}); err != nil || s.Value == 1 {
+					t.Errorf("%s: linting %s instead of %s scores %v (%v)", tk.ID, e.Name(), file.Path, s.Value, err)
+				}
+				osb.Close()
+			}
+		}
 		// A question whose answer is empty carries a witness, and a query
 		// that returns nothing whatever it is asked (the constant 0, no
 		// rows) with the golden's answer does not pass for the golden.

@@ -82,7 +82,8 @@ func (g *gen) lintCands(add func(*cand)) {
 					"Is {f} in the workspace valid? Check it with the linter.",
 					"Check {f} with run_linter.",
 				}, fw),
-				asserts: []string{`called("` + task.ToolRunLinter + `")`, "exit_code == 0"},
+				// exit_code_of, not exit_code: linting another clean file does not answer.
+				asserts: []string{`called("` + task.ToolRunLinter + `")`, "exit_code_of(" + strconv.Quote(f.path) + ") == 0"},
 				msgs: []chat.Message{
 					{Role: "assistant", ToolCalls: []chat.Call{{Name: task.ToolRunLinter, Arguments: json.RawMessage(args)}}},
 					{Role: "tool", Name: task.ToolRunLinter, Content: f.res.Text()},
@@ -109,7 +110,7 @@ func (g *gen) lintCands(add func(*cand)) {
 				"Is {f} still valid against the live schema? Lint it and tell me what it refers to that does not exist.",
 			}, fw),
 			// One assertion for the answer, so that an answer with a negation and no name earns nothing.
-			asserts: []string{"exit_code != 0", "answer contains " + strconv.Quote(name) + " && " + saysMissing},
+			asserts: []string{"exit_code_of(" + strconv.Quote(f.path) + ") != 0", "answer contains " + strconv.Quote(name) + " && " + saysMissing},
 		})
 	}
 }
