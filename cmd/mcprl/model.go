@@ -189,6 +189,7 @@ func newModelForwardCmd() *cobra.Command {
 func newModelGenerateCmd() *cobra.Command {
 	var dir string
 	var repeat int
+	var bf16 bool
 	cmd := command("model-generate", func(cmd *cobra.Command, _ []string) error {
 		var in struct {
 			Prompts      [][]int `json:"prompts"`
@@ -212,6 +213,15 @@ func newModelGenerateCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
+		if bf16 {
+			// Nothing trains here: every weight is frozen, so bf16 stores them all in bfloat16.
+			if err := m.Freeze(); err != nil {
+				return err
+			}
+			if err := m.SetBF16(true); err != nil {
+				return fmt.Errorf("--bf16: %w", err)
+			}
+		}
 		comps, seconds, err := m.GenerateTimed(cmd.Context(), in.Prompts, model.SampleOptions{
 			Temperature: in.Temperature, TopP: in.TopP, TopK: in.TopK, MaxNewTokens: in.MaxNewTokens, Stop: in.Stop,
 		}, in.Seed, repeat)
@@ -226,6 +236,7 @@ func newModelGenerateCmd() *cobra.Command {
 	})
 	cmd.Flags().StringVar(&dir, "model", "", "Hugging Face Qwen2 model directory")
 	cmd.Flags().IntVar(&repeat, "repeat", 1, "run the whole generation this many times (for timing); the last run's tokens are written")
+	cmd.Flags().BoolVar(&bf16, "bf16", false, "sample in bfloat16: every weight stored in bfloat16, the linear layers' matmuls on bfloat16 inputs (engine xla)")
 	required(cmd, "model")
 	return cmd
 }

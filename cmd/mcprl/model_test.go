@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
+	"github.com/mcprl/mcprl/internal/enginetest"
 	"github.com/mcprl/mcprl/model"
 )
 
@@ -153,5 +155,25 @@ func TestModelForwardAndGenerateCommands(t *testing.T) {
 	}
 	if len(gen.Seconds) != 2 || len(gen.Completions) != 2 || !slices.Equal(gen.Completions[0], ref[0]) || !slices.Equal(gen.Completions[1], ref[1]) {
 		t.Errorf("generate = %+v, greedy without cache %v", gen, ref)
+	}
+	// --bf16 samples with every weight in bfloat16: XLA only, refused on simplego with the reason.
+	for _, engine := range enginetest.Engines() {
+		msg, err := runMcprl(t, string(in), "model", "generate", "--model", dir, "--engine", engine, "--bf16")
+		if engine == "simplego" {
+			if err == nil || !strings.Contains(msg+err.Error(), "bf16 needs engine xla") {
+				t.Errorf("generate --bf16 on simplego: %v, want the refusal:\n%s", err, msg)
+			}
+			continue
+		}
+		if err != nil {
+			enginetest.Unavailable(t, engine, fmt.Errorf("%w\n%s", err, msg))
+		}
+		var bf struct {
+			Completions [][]int `json:"completions"`
+		}
+		_, js, _ := strings.Cut(msg, "\n{")
+		if err != nil || json.Unmarshal([]byte("{"+js), &bf) != nil || len(bf.Completions) != 2 || len(bf.Completions[0]) != 12 || len(bf.Completions[1]) != 12 {
+			t.Errorf("generate --bf16 on %s: %v\n%s", engine, err, msg)
+		}
 	}
 }
