@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -192,6 +191,27 @@ func checkTasks(t *testing.T, fx *task.Fixture, tasks []task.Task, traps map[str
 		if s, err := assertions.Score(ctx, &reward.Input{Task: tk, Trajectory: bare, Sandbox: sb}); err != nil || s.Value != 0 {
 			t.Errorf("%s: an answer without queries scores %v (%v)", tk.ID, s.Value, err)
 		}
+		// callThenAnswer scores one call of tool (its one argument arg) and the golden's answer, in a fork of its own.
+		callThenAnswer := func(tool, arg, value string) float64 {
+			args, err := json.Marshal(map[string]string{arg: value})
+			if err != nil {
+				t.Fatal(err)
+			}
+			csb, err := fac.Fork(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer csb.Close()
+			ct, err := reward.Replay(ctx, csb, toolcall.RenderCall(chat.Call{Name: tool, Arguments: args})+traj.Answer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := assertions.Score(ctx, &reward.Input{Task: tk, Trajectory: ct, Sandbox: csb})
+			if err != nil {
+				t.Fatalf("%s: %v", tk.ID, err)
+			}
+			return s.Value
+		}
 		// A lint task names its file: linting another one of the workspace
 		// (clean or not) and the golden's answer does not pass.
 		if tk.Category == "lint" {
@@ -209,19 +229,9 @@ func checkTasks(t *testing.T, fx *task.Fixture, tasks []task.Task, traps map[str
 				if e.IsDir() || e.Name() == file.Path {
 					continue
 				}
-				other := toolcall.RenderCall(chat.Call{Name: task.ToolRunLinter, Arguments: []byte(fmt.Sprintf(`{"path": %q}`, e.Name()))}) + traj.Answer
-				osb, err := fac.Fork(ctx)
-				if err != nil {
-					t.Fatal(err)
+				if v := callThenAnswer(task.ToolRunLinter, "path", e.Name()); v == 1 {
+					t.Errorf("%s: linting %s instead of %s scores %v", tk.ID, e.Name(), file.Path, v)
 				}
-				ot, err := reward.Replay(ctx, osb, other)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if s, err := assertions.Score(ctx, &reward.Input{Task: tk, Trajectory: ot, Sandbox: osb}); err != nil || s.Value == 1 {
-					t.Errorf("%s: linting %s instead of %s scores %v (%v)", tk.ID, e.Name(), file.Path, s.Value, err)
-				}
-				osb.Close()
 			}
 		}
 		// A question whose answer is empty carries a witness, and a query
@@ -232,19 +242,9 @@ func checkTasks(t *testing.T, fx *task.Fixture, tasks []task.Task, traps map[str
 				t.Errorf("%s: a question with an empty answer has no witness_sql", tk.ID)
 			}
 			for _, q := range []string{"SELECT 0", "SELECT 1 WHERE 1 = 0"} {
-				text := toolcall.RenderCall(chat.Call{Name: task.ToolQueryDatabase, Arguments: []byte(fmt.Sprintf(`{"sql": %q}`, q))}) + traj.Answer
-				qsb, err := fac.Fork(ctx)
-				if err != nil {
-					t.Fatal(err)
+				if v := callThenAnswer(task.ToolQueryDatabase, "sql", q); v != 0 {
+					t.Errorf("%s: %s and the golden's answer score %v", tk.ID, q, v)
 				}
-				qt, err := reward.Replay(ctx, qsb, text)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if s, err := assertions.Score(ctx, &reward.Input{Task: tk, Trajectory: qt, Sandbox: qsb}); err != nil || s.Value != 0 {
-					t.Errorf("%s: %s and the golden's answer score %v (%v)", tk.ID, q, s.Value, err)
-				}
-				qsb.Close()
 			}
 		}
 		// A different oracle over the same trajectory fails: the score
