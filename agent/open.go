@@ -36,5 +36,18 @@ func (a *Agent) Intro(w io.Writer, label string) {
 		label, a.Sandbox.Fixture().Name, strings.Join(sandbox.ToolNames(a.Sandbox.Tools()), ", "))
 }
 
+// ShowSystemPrompt writes the session's system prompt, if it has one, as label: asTrained says that it is the one
+// the model was trained with (not given on the command line).
+func (a *Agent) ShowSystemPrompt(w io.Writer, label string, asTrained bool) {
+	if a.SystemPrompt == "" {
+		return
+	}
+	from := ""
+	if asTrained {
+		from = " (as trained)"
+	}
+	fmt.Fprintf(w, "%s: system prompt%s:\n%s\n", label, from, a.SystemPrompt)
+}
+
 // Close closes the sandbox.
 func (a *Agent) Close() error { return a.Sandbox.Close() }

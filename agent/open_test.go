@@ -10,7 +10,8 @@ import (
 )
 
 // Open starts a fixture's sandbox with the given system prompt, or with catalog the fixture's tool catalog;
-// Intro names the fixture and its tools; a directory that is no fixture fails.
+// Intro names the fixture and its tools, ShowSystemPrompt the prompt and where it came from; a directory that is
+// no fixture fails.
 func TestOpen(t *testing.T) {
 	ctx := context.Background()
 	a, err := agent.Open(ctx, "../examples/fixtures/customers", "", false, "Be brief.")
@@ -21,6 +22,12 @@ func TestOpen(t *testing.T) {
 	a.Intro(&intro, "chat")
 	if a.SystemPrompt != "Be brief." || intro.String() != "chat: fixture customers, tools query_database, run_linter; one question a line, exit to stop\n" {
 		t.Errorf("system prompt %q, intro %q", a.SystemPrompt, intro.String())
+	}
+	var shown strings.Builder
+	a.ShowSystemPrompt(&shown, "chat", true)
+	a.ShowSystemPrompt(&shown, "chat", false)
+	if want := "chat: system prompt (as trained):\nBe brief.\nchat: system prompt:\nBe brief.\n"; shown.String() != want {
+		t.Errorf("system prompt shown as %q, want %q", shown.String(), want)
 	}
 	catalog := toolcall.RenderCatalog(a.Sandbox.Tools())
 	if err := a.Close(); err != nil {

@@ -40,6 +40,15 @@ const bf16Param = "bf16"
 // ErrBF16SimpleGo is SetBF16's refusal on the simplego engine.
 var ErrBF16SimpleGo = errors.New("bf16 needs engine xla: the simplego engine (GoMLX v0.26) rounds float32 to bfloat16 by truncation, not to nearest as torch and XLA do, and runs bfloat16 matmuls on its Go kernel, not OpenBLAS")
 
+// FreezeBF16 readies a model that only samples: every weight frozen (nothing trains), then stored in bfloat16 by
+// SetBF16, so decoding reads half the bytes. It fails on the simplego engine (ErrBF16SimpleGo).
+func (m *Model) FreezeBF16() error {
+	if err := m.Freeze(); err != nil {
+		return err
+	}
+	return m.SetBF16(true)
+}
+
 // SetBF16 turns bfloat16 on or off (see this file's comment): on, the frozen base weights are stored in bfloat16
 // and the graphs built afterwards run the linear layers' matmuls on bfloat16 inputs; off, every weight is float32
 // again (the values bfloat16 rounded stay rounded). Weights that train stay float32 either way, and a weight that

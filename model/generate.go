@@ -34,13 +34,16 @@ func (m *Model) Generate(ctx context.Context, prompts [][]int, opts SampleOption
 	return s.Generate(ctx, opts)
 }
 
-// GenerateTimed runs Generate repeat times (at least once) and returns the last run's completions with each
+// GenerateTimed runs Generate repeat times (at least 1) and returns the last run's completions with each
 // run's wall time in seconds, prompt and sampling (the first also compiles the graphs): what
 // `mcprl model generate --repeat` times.
 func (m *Model) GenerateTimed(ctx context.Context, prompts [][]int, opts SampleOptions, seed uint64, repeat int) ([]Completion, []float64, error) {
+	if repeat < 1 {
+		return nil, nil, fmt.Errorf("generate: repeat %d: want at least 1", repeat)
+	}
 	var comps []Completion
 	var seconds []float64
-	for range max(repeat, 1) {
+	for range repeat {
 		start := time.Now()
 		var err error
 		if comps, err = m.Generate(ctx, prompts, opts, seed); err != nil {

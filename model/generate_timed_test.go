@@ -8,8 +8,8 @@ import (
 	"github.com/mcprl/mcprl/model"
 )
 
-// GenerateTimed runs Generate repeat times (at least once), times each run, and returns the last run's
-// completions, which equal one Generate's.
+// GenerateTimed runs Generate repeat times, times each run, and returns the last run's completions, which
+// equal one Generate's; a repeat under 1 is refused.
 func TestGenerateTimed(t *testing.T) {
 	m := tinyModel(t)
 	ctx := context.Background()
@@ -19,12 +19,15 @@ func TestGenerateTimed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, repeat := range []int{0, 3} {
+	if _, _, err := m.GenerateTimed(ctx, prompts, opts, 7, 0); err == nil {
+		t.Error("repeat 0 accepted")
+	}
+	for _, repeat := range []int{1, 3} {
 		got, seconds, err := m.GenerateTimed(ctx, prompts, opts, 7, repeat)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(seconds) != max(repeat, 1) || len(got) != len(want) || !slices.Equal(got[0].Tokens, want[0].Tokens) || !slices.Equal(got[1].Tokens, want[1].Tokens) {
+		if len(seconds) != repeat || len(got) != len(want) || !slices.Equal(got[0].Tokens, want[0].Tokens) || !slices.Equal(got[1].Tokens, want[1].Tokens) {
 			t.Errorf("repeat %d: %d timings, completions %v, want %d and %v", repeat, len(seconds), got, max(repeat, 1), want)
 		}
 	}

@@ -547,8 +547,9 @@ const (
 
 // cellsAt returns the cells of rows that hold cell (canonical form) and
 // that another copy of the data can point to again: "column index, then the
-// row's cells that are not numbers" (a GROUP BY's label, a name; nothing
-// for a one-row aggregate), where no other row of rows has the same text.
+// row's cells that are not numbers or NULL" (a GROUP BY's label, a name;
+// nothing for a one-row aggregate, whose SUM is NULL on a copy without the
+// rows it sums), where no other row of rows has the same text.
 // A number found in a listing (SELECT id FROM customers shows every count
 // up to 36; SELECT * FROM orders, a few hundred numbers) has no such cell:
 // without this, an answer that lists every number from 0 to 40 held any
@@ -560,7 +561,7 @@ func cellsAt(rows [][]any, cell string) map[string]bool {
 	for i, r := range rows {
 		var b strings.Builder
 		for j, v := range r {
-			if c := canon(v); !isNumber(c) {
+			if c := canon(v); v != nil && !isNumber(c) {
 				fmt.Fprintf(&b, "%d=%q,", j, c)
 			}
 		}

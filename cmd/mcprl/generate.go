@@ -112,10 +112,6 @@ func newChatCmd() *cobra.Command {
 			return err
 		}
 		defer a.Close()
-		promptFrom := ""
-		if !catalog && a.SystemPrompt != "" && from != "" && !cmd.Flags().Changed("system-prompt") {
-			promptFrom = " (as trained)"
-		}
 		ecfg := eval.ConfigOf(st, sf.seed)
 		ecfg.Samples = 1
 		var m *model.Model
@@ -129,9 +125,7 @@ func newChatCmd() *cobra.Command {
 		}
 		a.Intro(stderr, "chat")
 		sf.print(stderr, "chat", from)
-		if a.SystemPrompt != "" {
-			fmt.Fprintf(stderr, "chat: system prompt%s:\n%s\n", promptFrom, a.SystemPrompt)
-		}
+		a.ShowSystemPrompt(stderr, "chat", !catalog && from != "" && !cmd.Flags().Changed("system-prompt"))
 		return a.Converse(ctx, cmd.InOrStdin(), stdout, stderr)
 	})
 	fl := cmd.Flags()

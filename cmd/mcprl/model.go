@@ -203,22 +203,12 @@ func newModelGenerateCmd() *cobra.Command {
 		if err := json.NewDecoder(cmd.InOrStdin()).Decode(&in); err != nil {
 			return fmt.Errorf("stdin: %w", err)
 		}
-		if len(in.Prompts) == 0 {
-			return fmt.Errorf("stdin: no prompts")
-		}
-		if repeat < 1 {
-			return fmt.Errorf("--repeat %d: want at least 1", repeat)
-		}
 		m, err := loadModel(cmd, dir)
 		if err != nil {
 			return err
 		}
 		if bf16 {
-			// Nothing trains here: every weight is frozen, so bf16 stores them all in bfloat16.
-			if err := m.Freeze(); err != nil {
-				return err
-			}
-			if err := m.SetBF16(true); err != nil {
+			if err := m.FreezeBF16(); err != nil {
 				return fmt.Errorf("--bf16: %w", err)
 			}
 		}
@@ -226,7 +216,7 @@ func newModelGenerateCmd() *cobra.Command {
 			Temperature: in.Temperature, TopP: in.TopP, TopK: in.TopK, MaxNewTokens: in.MaxNewTokens, Stop: in.Stop,
 		}, in.Seed, repeat)
 		if err != nil {
-			return err
+			return fmt.Errorf("stdin: %w", err)
 		}
 		out := make([][]int, len(comps))
 		for i, c := range comps {
