@@ -467,6 +467,22 @@ func TestAssertionsShotgun(t *testing.T) {
 	})
 }
 
+// TestAssertionsAggregateNull: a one-row aggregate's count holds on the
+// copies where none of its rows are left and its SUM is NULL (the golden of
+// heldout-customers-carol-purchases-05 failed when a NULL cell named the row).
+func TestAssertionsAggregateNull(t *testing.T) {
+	_, tasks := example(t)
+	tk := *tasks["customers-inactive-variants-002"]
+	tk.GroundTruthAssertions = []string{"SELECT COUNT(*) FROM orders o JOIN customers c ON c.id = o.customer_id WHERE c.full_name = 'Carol Shaw'"}
+	backends(t, func(t *testing.T, fac *sandbox.Factory) {
+		text := q("SELECT COUNT(*), ROUND(SUM(o.total), 2) FROM orders o JOIN customers c ON c.id = o.customer_id WHERE c.full_name = 'Carol Shaw'") +
+			"Carol Shaw has made 4 purchases."
+		if s := scoreLive(t, fac, &tk, NewAssertions(), text); s.Value != 1 {
+			t.Errorf("count beside a SUM: %v, want 1: %+v", s.Value, s.Checks)
+		}
+	})
+}
+
 // TestAssertionsHostile is what a search for the reward's holes would try
 // (GRPO found the "guess" one in run 7): destroying, rewriting or
 // shadowing the data and then answering what the damaged data says. A
