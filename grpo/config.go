@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 
+	"github.com/mcprl/mcprl/model"
 	"github.com/mcprl/mcprl/reward"
 	"github.com/mcprl/mcprl/rollout"
 	"github.com/mcprl/mcprl/train"
@@ -111,6 +112,14 @@ type Config struct {
 	TopP                     float64 `yaml:"top_p"`
 	TopK                     int     `yaml:"top_k"` // 0 disables top-k filtering
 	MaxToolCallingIterations *int    `yaml:"max_tool_calling_iterations"`
+	// SamplingDType is the precision the rollouts sample in, as `trl vllm-serve --dtype` sets vLLM's: "bfloat16"
+	// samples on a copy of the weights (model.Replica) stored in bfloat16, with the linear layers' matmuls on
+	// bfloat16 inputs, while training stays in float32 (decoding reads every weight once a token, so half the
+	// bytes decode faster: docs/benchmarks.md); "float32" samples in float32 where bf16: true trains in bfloat16;
+	// "" or "auto" (the default) samples in the training model's own precision. The importance-sampling
+	// correction (vllm_importance_sampling_correction) covers the gap, as it does vLLM's. Engine xla only for
+	// bfloat16.
+	SamplingDType string `yaml:"sampling_dtype"`
 
 	// GRPOConfig: training.
 	Beta float64 `yaml:"beta"`
@@ -313,6 +322,15 @@ func (c *Config) Validate() error {
 	train.CheckBF16(&ck, c.BF16, &c.Inputs)
 	c.PeftArguments.Check(&ck)
 	bad, finite := ck.Bad, ck.Finite
+	switch c.SamplingDType {
+	case "", "auto", "float32":
+	case "bfloat16":
+		if e := c.Inputs.SamplingEngine; e == model.EngineSimpleGo || e == "" && c.Inputs.Engine == model.EngineSimpleGo {
+			bad("sampling_dtype", "sampling_dtype: bfloat16 samples on engine simplego: %v", model.ErrBF16SimpleGo)
+		}
+	default:
+		bad("sampling_dtype", "sampling_dtype %q: want auto, float32 or bfloat16", c.SamplingDType)
+	}
 	if c.NumGenerations < 2 {
 		bad("num_generations", "num_generations must be at least 2 to compute group advantages, got %d", c.NumGenerations)
 	}

@@ -3,6 +3,8 @@ package grpo_test
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -115,5 +117,105 @@ func TestSamplingEngine(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// The sampling_dtype key: auto, float32 or bfloat16; bfloat16 where the rollouts would sample on simplego, or any
+// other value, is an error naming the key.
+func TestConfigSamplingDType(t *testing.T) {
+	for _, ok := range []string{"seed: 1\n", "sampling_dtype: auto\n", "sampling_dtype: float32\n", "sampling_dtype: bfloat16\n",
+		"engine: simplego\nsampling_engine: xla\nsampling_dtype: bfloat16\n"} {
+		if _, err := grpo.Parse([]byte(ok), "c.yaml"); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	for yaml, want := range map[string]string{
+		"seed: 1\nsampling_dtype: fp8\n":                      `sampling_dtype "fp8": want auto, float32 or bfloat16`,
+		"engine: simplego\nsampling_dtype: bfloat16\n":        "sampling_dtype: bfloat16 samples on engine simplego",
+		"sampling_engine: simplego\nsampling_dtype: bfloat16": "sampling_dtype: bfloat16 samples on engine simplego",
+	} {
+		if _, err := grpo.Parse([]byte(yaml), "c.yaml"); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", yaml, err, want)
+		}
+	}
+}
+
+// TestSamplingDType: with sampling_dtype: bfloat16 a GRPO run trains in float32 on XLA and its rollouts sample on a
+// bfloat16 copy of the weights on the same engine, refreshed after every optimizer step; the importance-sampling
+// correction sees the gap between the copy's log-probs and the trainer's (ratios other than 1). Where bf16: true
+// already runs the LoRA model's frozen weights in bfloat16 there is no copy; float32 then samples on a float32 copy.
+func TestSamplingDType(t *testing.T) {
+	if !slices.Contains(enginetest.Engines(), "xla") {
+		t.Skip("needs engine xla (MCPRL_TEST_ENGINES)")
+	}
+	const dir = "../examples/customers/base"
+	tok, tpl, err := tokenizer.LoadWithTemplate(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, factories := trainerFixture(t)
+	for _, c := range []struct {
+		dtype          string
+		bf16           bool
+		steps          int
+		copy, copyBF16 bool
+	}{
+		{"bfloat16", false, 3, true, true},
+		{"bfloat16", true, 1, false, true},
+		{"float32", true, 1, true, false},
+	} {
+		t.Run(fmt.Sprintf("%s_bf16_%v", c.dtype, c.bf16), func(t *testing.T) {
+			eb, err := model.OpenEngine(model.EngineXLA)
+			if err != nil {
+				enginetest.Unavailable(t, "xla", err)
+			}
+			t.Cleanup(eb.Backend.Finalize)
+			m, err := model.Load(eb.Backend, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := grpo.Default()
+			cfg.OutputDir, cfg.MaxSteps, cfg.SaveSteps, cfg.LoggingSteps = t.TempDir(), c.steps, 10, 1
+			cfg.PerDeviceTrainBatchSize, cfg.GradientAccumulationSteps, cfg.NumGenerations = 4, 1, 2
+			cfg.MaxPromptLength, cfg.MaxCompletionLength = 512, 24
+			cfg.LearningRate, cfg.LRSchedulerType, cfg.Seed = 5e-2, "constant", 3
+			cfg.PeftArguments.UsePeft, cfg.LoraR, cfg.LoraAlpha = true, 4, 8
+			cfg.LoraTargetModules = []string{"q_proj", "v_proj", "down_proj"}
+			cfg.SamplingDType, cfg.BF16 = c.dtype, c.bf16
+			if err := cfg.PeftArguments.Attach(m, dir, cfg.Seed, nil); err != nil {
+				t.Fatal(err)
+			}
+			var progress bytes.Buffer
+			var tr *grpo.Trainer
+			tr = &grpo.Trainer{Config: &cfg, Model: m, Tokenizer: tok, Template: tpl, TokenizerDir: dir,
+				Tasks: tasks, Sandboxes: factories, Rewards: []reward.Func{lengthReward{}}, Weights: []float64{1}, Progress: &progress,
+				OnGeneration: func(step int, _ []*chat.Trajectory, _ []float64) {
+					s := tr.SamplingModel()
+					if (s != m) != c.copy || s.Backend != m.Backend || s.BF16() != c.copyBF16 {
+						t.Fatalf("step %d: sampling on a copy %v (want %v) on the training backend %v, bf16 %v (want %v)",
+							step, s != m, c.copy, s.Backend == m.Backend, s.BF16(), c.copyBF16)
+					}
+				}}
+			if err := tr.Train(context.Background(), false); err != nil {
+				t.Fatal(err)
+			}
+			if !c.copy {
+				return
+			}
+			if c.steps == 3 && !strings.Contains(progress.String(), "sampling copy refreshes: 2 (") {
+				t.Errorf("summary: %s", progress.String())
+			}
+			moved := false
+			for _, rec := range readMetrics(t, filepath.Join(cfg.OutputDir, "metrics.jsonl")) {
+				lo, hi := rec["sampling/importance_sampling_ratio/min"], rec["sampling/importance_sampling_ratio/max"]
+				if lo == nil || hi == nil {
+					t.Fatalf("no importance-sampling metrics: %v", rec)
+				}
+				moved = moved || lo.(float64) != 1 || hi.(float64) != 1
+			}
+			if !moved {
+				t.Error("every importance-sampling ratio is 1: the copy's log-probs are the trainer's")
+			}
+		})
 	}
 }

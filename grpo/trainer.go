@@ -64,6 +64,28 @@ type Trainer struct {
 	keepZeroAdvantage                                   bool            // zeroAdvantage never holds: every micro-batch runs (tests)
 }
 
+// samplingCopy returns the backend of the copy of the weights the rollouts sample on (model.Replica) and whether
+// it runs in bfloat16, or nil where they sample on Model itself: a copy on SamplingBackend where that is another
+// backend; on Model's own where sampling_dtype asks for another precision than Model samples in (bfloat16 where
+// Model runs in float32 or trains its base weights; float32 where bf16 is on).
+func (t *Trainer) samplingCopy() (backends.Backend, bool) {
+	m, bf16 := t.Model, t.Model.BF16()
+	var differs bool
+	switch t.Config.SamplingDType {
+	case "bfloat16":
+		bf16, differs = true, !m.BF16() || m.LoRA() == nil
+	case "float32":
+		bf16, differs = false, m.BF16()
+	}
+	switch {
+	case t.SamplingBackend != nil && t.SamplingBackend != m.Backend:
+		return t.SamplingBackend, bf16
+	case differs:
+		return m.Backend, bf16
+	}
+	return nil, false
+}
+
 // Train runs the whole schedule, or what is left of it when resume finds a
 // checkpoint in output_dir. Every steps_per_generation x num_iterations /
 // gradient_accumulation_steps optimizer steps it draws a new generation
@@ -93,8 +115,8 @@ func (t *Trainer) Train(ctx context.Context, resume bool) error {
 	if err := t.compile(); err != nil {
 		return err
 	}
-	if t.SamplingBackend != nil && t.SamplingBackend != t.Model.Backend {
-		if t.sampler, err = model.NewReplica(t.Model, t.SamplingBackend); err != nil {
+	if backend, bf16 := t.samplingCopy(); backend != nil {
+		if t.sampler, err = model.NewReplica(t.Model, backend, bf16); err != nil {
 			return fmt.Errorf("grpo: sampling copy: %w", err)
 		}
 		t.samplerAt = st.GlobalStep

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 )
 
@@ -27,8 +29,12 @@ type Replica struct {
 // replicaVar is one variable that a refresh copies.
 type replicaVar struct{ src, dst *context.Variable }
 
-// NewReplica copies m's weights (the model's variables, its adapter and its generation config) onto backend.
-func NewReplica(m *Model, backend backends.Backend) (*Replica, error) {
+// NewReplica copies m's weights (the model's variables, its adapter and its generation config) onto backend. With
+// bf16 the copy samples in bfloat16 (SetBF16): it never trains, so every weight of it is frozen and its base
+// weights are all stored in bfloat16, the ones the source trains rounded again at each Refresh (the adapter and
+// the trainable token rows stay float32, as under bf16: true); without it, in float32 (bfloat16 weights of m
+// widened exactly). It fails with bf16 on the simplego engine (ErrBF16SimpleGo).
+func NewReplica(m *Model, backend backends.Backend, bf16 bool) (*Replica, error) {
 	if backend == nil {
 		return nil, errors.New("model: replica on a nil backend")
 	}
@@ -56,16 +62,14 @@ func NewReplica(m *Model, backend backends.Backend) (*Replica, error) {
 		if err != nil {
 			return nil, fmt.Errorf("model: replica of %s: %w", v.ScopeAndName(), err)
 		}
-		dst := c.Ctx.InAbsPath(v.Scope()).Checked(false).VariableWithValue(v.Name(), local).SetTrainable(v.Trainable)
+		dst := c.Ctx.InAbsPath(v.Scope()).Checked(false).VariableWithValue(v.Name(), local).SetTrainable(v.Trainable && !bf16)
 		if v.Trainable {
 			r.sync = append(r.sync, replicaVar{src: v, dst: dst})
 			r.bytes += int64(local.Memory())
 		}
 	}
-	if m.BF16() {
-		if err := c.SetBF16(true); err != nil { // the copied weights are already bfloat16 where m's are
-			return nil, fmt.Errorf("model: replica: %w", err)
-		}
+	if err := c.SetBF16(bf16); err != nil {
+		return nil, fmt.Errorf("model: replica: %w", err)
 	}
 	return r, nil
 }
@@ -87,6 +91,13 @@ func (r *Replica) Refresh() error {
 		local, err := value.LocalClone()
 		if err != nil {
 			return fmt.Errorf("model: refresh %s: %w", v.src.ScopeAndName(), err)
+		}
+		if v.dst.Shape().DType == dtypes.BFloat16 && local.DType() == dtypes.Float32 { // a bfloat16 copy of a trained weight
+			data, err := tensors.CopyFlatData[float32](local)
+			if err != nil {
+				return fmt.Errorf("model: refresh %s: %w", v.src.ScopeAndName(), err)
+			}
+			local = tensors.FromFlatDataAndDimensions(toBF16(data), local.Shape().Dimensions...)
 		}
 		if err := v.dst.SetValue(local); err != nil {
 			return fmt.Errorf("model: refresh %s: %w", v.src.ScopeAndName(), err)

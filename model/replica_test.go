@@ -2,11 +2,13 @@ package model
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
 	"github.com/mcprl/mcprl/internal/enginetest"
@@ -61,7 +63,7 @@ func TestReplicaRefresh(t *testing.T) {
 				if err := src.AddLoRA(lora, 5); err != nil {
 					t.Fatal(err)
 				}
-				r, err := NewReplica(src, engineBackend(t, Engine(to)))
+				r, err := NewReplica(src, engineBackend(t, Engine(to)), false)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -103,7 +105,7 @@ func TestReplicaRefresh(t *testing.T) {
 // Without an adapter every weight trains, and a refresh copies them all.
 func TestReplicaFullModel(t *testing.T) {
 	src := newTestModel(t, 3)
-	r, err := NewReplica(src, testBackend(t))
+	r, err := NewReplica(src, testBackend(t), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +171,7 @@ func BenchmarkReplicaRefresh(b *testing.B) {
 					}
 				}
 				start := time.Now()
-				r, err := NewReplica(src, testBackend(b))
+				r, err := NewReplica(src, testBackend(b), false)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -186,5 +188,102 @@ func BenchmarkReplicaRefresh(b *testing.B) {
 				b.ReportMetric(copied.Seconds(), "copy-s")
 			})
 		}
+	}
+}
+
+// TestReplicaBF16: a copy made with bf16 on XLA samples what the source run in bfloat16 would (SetBF16 on a
+// model built the same way: the same log-probs bit for bit, before and after the source's adapter and token rows
+// move and Refresh copies them); its base weights are bfloat16, the adapter float32. Without an adapter, every
+// weight of the copy is the source's rounded to bfloat16, after Refresh too. On simplego it is refused.
+func TestReplicaBF16(t *testing.T) {
+	if !slices.Contains(enginetest.Engines(), "xla") {
+		t.Skip("needs engine xla (MCPRL_TEST_ENGINES)")
+	}
+	lora := LoRAConfig{R: 4, Alpha: 8, TargetModules: []string{"all-linear"}, TrainableTokenIndices: []int{3, 40}}
+	build := func() *Model {
+		m, err := New(engineBackend(t, EngineXLA), tinyTestConfig(), 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.AddLoRA(lora, 5); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	src, ref := build(), build()
+	if err := ref.SetBF16(true); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewReplica(src, engineBackend(t, EngineXLA), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Model.BF16() || src.BF16() {
+		t.Fatalf("copy bf16 %v, source bf16 %v", r.Model.BF16(), src.BF16())
+	}
+	dtypeOf := func(m *Model, scope, name string) dtypes.DType {
+		v := m.Ctx.GetVariableByScopeAndName(scope, name)
+		if v == nil {
+			t.Fatalf("no variable %s/%s", scope, name)
+		}
+		return v.Shape().DType
+	}
+	if d := dtypeOf(r.Model, "/model/embed_tokens", "weight"); d != dtypes.BFloat16 {
+		t.Errorf("the copy's embedding is %s", d)
+	}
+	if d := dtypeOf(r.Model, "/model/embed_tokens/token_adapter", "trainable_tokens_delta"); d != dtypes.Float32 {
+		t.Errorf("the copy's token rows are %s", d)
+	}
+	same := func(when string) {
+		t.Helper()
+		tokens, mask := [][]int32{{5, 9, 13, 2, 8, 40, 3}}, [][]int32{{1, 1, 1, 1, 1, 1, 1}}
+		_, want, err := ref.Forward(tokens, mask)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, got, err := r.Model.Forward(tokens, mask)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, g := tensors.MustCopyFlatData[float32](want), tensors.MustCopyFlatData[float32](got)
+		if !slices.Equal(g, w) {
+			t.Errorf("%s: the copy's log-probs %v, the bfloat16 model's %v", when, g, w)
+		}
+	}
+	same("before training")
+	perturbTrainable(t, src, 0.3, 9)
+	perturbTrainable(t, ref, 0.3, 9)
+	if err := r.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	same("after Refresh")
+
+	// Without an adapter the copy rounds the trained weights at each refresh.
+	full := newTestModel(t, 3)
+	fr, err := NewReplica(full, engineBackend(t, EngineXLA), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perturbTrainable(t, full, 0.05, 4)
+	if err := fr.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range full.Config.params() {
+		a, _, err := full.Tensor(p.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _, err := fr.Model.Tensor(p.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range toBF16(a) {
+			if v.Float32() != b[i] {
+				t.Fatalf("%s[%d]: copy %v, the source's %v rounded to bfloat16 %v", p.name, i, b[i], a[i], v.Float32())
+			}
+		}
+	}
+	if _, err := NewReplica(full, engineBackend(t, EngineSimpleGo), true); !errors.Is(err, ErrBF16SimpleGo) {
+		t.Errorf("a bfloat16 copy on simplego: %v", err)
 	}
 }
