@@ -494,7 +494,7 @@ func (a *Assertions) checkSQL(ctx context.Context, in *Input, src string, afterW
 			if err != nil {
 				return Check{}, fmt.Errorf("oracle %q on the copy of the data the task's witness_sql made: %w", src, err)
 			}
-			if o := r[0]; o == nil || len(o.Rows) == 0 || len(o.Rows) == 1 && len(o.Rows[0]) == 1 && canon(o.Rows[0][0]) == "0" {
+			if r[0].Empty() {
 				return Check{}, fmt.Errorf("oracle %q: the task's witness_sql leaves its answer empty (no rows, or 0): its statements failed here or change nothing the question asks about", src)
 			}
 			witnessed = [][]*sqldb.Result{r}

@@ -22,6 +22,20 @@ type Result struct {
 	cutReason string // why Truncated, for Text
 }
 
+// Empty reports whether r answers a question with nothing: r is nil or has no rows, or its one cell holds 0 (a
+// count of nothing). Thinned copies of the data cannot tell such answers apart; a task's witness_sql changes them
+// (DB.Witnessed).
+func (r *Result) Empty() bool {
+	if r == nil || len(r.Rows) == 0 {
+		return true
+	}
+	if len(r.Rows) != 1 || len(r.Rows[0]) != 1 || r.Rows[0][0] == nil {
+		return false
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(fmt.Sprint(r.Rows[0][0])), 64)
+	return err == nil && f == 0
+}
+
 // collector accumulates rows up to the caps.
 type collector struct {
 	res   *Result
