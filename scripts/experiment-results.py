@@ -122,6 +122,35 @@ def eval_unanswered(out: str, seed: str, model: str) -> "tuple | None":
     return sum(not (c.get("answer") or "").strip() for c in cs), len(cs)
 
 
+def setback_end(c: dict) -> str:
+    """How a trajectory that met a setback ended: "corrected" (it succeeded), "answered" (no well-formed call after
+    the setback, an answer), "stopped" (neither), "repeated" (its next well-formed call was the failed one again,
+    the same tool and arguments) or "changed" (another call; both failed)."""
+    if c.get("success"):
+        return "corrected"
+    failed = None
+    for t in c["turns"]:
+        for call in t.get("calls") or []:
+            if failed is not None and well_formed(call):
+                same = (call.get("name"), call.get("arguments")) == (failed.get("name"), failed.get("arguments"))
+                return "repeated" if same else "changed"
+            if failed is None and (call.get("is_error") or call.get("parse_error")
+                                   or "(0 rows)" in str(call.get("result", ""))):
+                failed = call
+    return "answered" if (c.get("answer") or "").strip() else "stopped"
+
+
+SETBACK_ENDS = ("corrected", "answered", "stopped", "repeated", "changed")
+
+
+def setback_ends(out: str, seed: str, model: str) -> "collections.Counter | None":
+    """setback_end of every held-out trajectory of a model's evaluation that met a setback."""
+    cs = held_out_trajectories(out, seed, model)
+    if cs is None:
+        return None
+    return collections.Counter(setback_end(c) for c in cs if setback_of(c))
+
+
 # The looks recovery_forced_look forces (look.After), as the first turn of a forced continuation: how runs made
 # before completions.jsonl had branch_forced_look tell them from a forced opener the policy completed.
 FORCED_LOOK = re.compile(
@@ -290,6 +319,22 @@ def main(out: str, seeds: list) -> None:
                 uper.append(f"{s}: {u[0]}/{u[1]}")
         print(f"| all | {name} | {fmt(fe)} | {fmt(calls)} | {'; '.join(per)} | {fmt(rt)} ({'; '.join(rper)}) "
               f"| {'; '.join(uper)} |")
+    print()
+    # How the held-out setbacks ended: a policy that repeats the call that failed, or answers at once, explores no
+    # recovery; one that changes its call and still fails needs a better second query (a look, for instance).
+    print("| held-out trajectories with a setback | model | " + " | ".join(
+        ("succeeded", "answered, no call after it", "no call after it, no answer",
+         "repeated the failed call", "another call, failed")) + " |")
+    print("|---|---|---|---|---|---|---|")
+    for m, name in all_models:
+        ends = collections.Counter()
+        for s in seeds:
+            e = setback_ends(out, s, m)
+            if e is not None:
+                ends += e
+        n = sum(ends.values())
+        if n:
+            print(f"| {n} (seeds pooled) | {name} | " + " | ".join(f"{ends[k]} ({ends[k] / n:.2f})" for k in SETBACK_ENDS) + " |")
     print()
     # The goal: GRPO's success on the held-out edge cases at least 30 points above SFT's, self-correction up.
     # For GRPO's evaluated checkpoints, the success rates alone, after the final model's lines.
