@@ -31,6 +31,7 @@
 #   QUICK=1 scripts/experiment.sh         # the whole pipeline in a few minutes (what CI runs)
 #   DATA_ONLY=1 OUT=DIR scripts/experiment.sh   # only the fixtures, training tasks and held-out file (for other models)
 #   LOOKUP_SHARE=1 scripts/experiment.sh  # goldens of questions about one named row find its key, then query by it (docs/tasks.md)
+#   TABLES_SHARE=0.25 scripts/experiment.sh  # goldens of that share of ordinary questions list the tables first (docs/tasks.md)
 #   EVAL_MAX_COMPLETION=512 scripts/experiment.sh   # every evaluation's max_completion_length (default 256): room to look and retry
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,6 +50,7 @@ PARALLEL="${PARALLEL:-1}"
 SIDE_BY_SIDE="${SIDE_BY_SIDE:-1}" # 1: a seed's GRPO and compute control run at once; 0: one after another
 K="${K:-4}"
 LOOKUP_SHARE="${LOOKUP_SHARE:-0}" # tasks generate --lookup-share: goldens that read a key from their first result
+TABLES_SHARE="${TABLES_SHARE:-0}" # tasks generate --tables-share: goldens that list the database's tables first
 EVAL_MAX_COMPLETION="${EVAL_MAX_COMPLETION:-256}" # eval --max-completion-length, for every model evaluated
 N_CUSTOMERS=280 N_ODDITIES=140 N_UNSEEN_CUSTOMERS=600 N_UNSEEN_ODDITIES=351 N_LIBRARY=28 MAX_PER_SET=1000
 # unseen questions: at most PER_CATEGORY per fixture and category; N_TRAINED of the training edge cases
@@ -90,7 +92,7 @@ fx="$OUT/fixtures"
 
 # Every task gets the held-out tasks' system prompt (the user's: the MCP tools in a few lines).
 system=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["system_prompt"])' examples/experiment/heldout_tasks.jsonl)
-gen() { "$bin" tasks generate --fixture "$fx/$1" --n "$2" --seed "$3" --system-prompt "$system" --lookup-share "$LOOKUP_SHARE" --out "$4"; }
+gen() { "$bin" tasks generate --fixture "$fx/$1" --n "$2" --seed "$3" --system-prompt "$system" --lookup-share "$LOOKUP_SHARE" --tables-share "$TABLES_SHARE" --out "$4"; }
 gen customers "$N_CUSTOMERS" 1 "$OUT/train-customers.jsonl"
 gen oddities "$N_ODDITIES" 1 "$OUT/train-oddities.jsonl"
 cat "$OUT/train-customers.jsonl" "$OUT/train-oddities.jsonl" > "$OUT/train_tasks.jsonl"

@@ -85,6 +85,12 @@ type Options struct {
 	// needs what the first returned, which no other golden does. 0 (the
 	// default) answers them with one join.
 	LookupShare float64
+	// TablesShare is the share of ordinary tasks whose golden first lists
+	// the database's tables (SQLite's sqlite_master, PostgreSQL's
+	// information_schema), then goes on as it would: the look a careful
+	// engineer takes at a schema they have not seen. 0 (the default)
+	// lists none.
+	TablesShare float64
 	// SystemPrompt is every task's system prompt ("": none, the chat
 	// template renders the sandbox's tools/list).
 	SystemPrompt string
@@ -112,6 +118,9 @@ func Generate(ctx context.Context, fx *task.Fixture, opts Options) ([]task.Task,
 	}
 	if sh := opts.LookupShare; sh < 0 || sh > 1 || sh != sh {
 		return nil, fmt.Errorf("taskgen: the share of lookup goldens must be in [0, 1], not %g", sh)
+	}
+	if sh := opts.TablesShare; sh < 0 || sh > 1 || sh != sh {
+		return nil, fmt.Errorf("taskgen: the share of goldens that list the tables must be in [0, 1], not %g", sh)
 	}
 	if !slices.Contains(fx.Config.Tools, task.ToolQueryDatabase) {
 		return nil, fmt.Errorf("taskgen: fixture %s does not enable %s (sandbox.yaml tools), which every generated task calls", fx.Name, task.ToolQueryDatabase)
@@ -336,6 +345,9 @@ func (g *gen) realize(c *cand) (bool, error) {
 		if err == nil && len(res.Rows) > 0 && !res.Truncated {
 			steps = append([]step{look}, steps...)
 		}
+	}
+	if tables, ok := g.tables(c); ok {
+		steps = append([]step{tables}, steps...)
 	}
 	for _, st := range steps {
 		res, err := g.db.Query(g.ctx, st.sql)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcprl/mcprl/chat"
 	"github.com/mcprl/mcprl/internal/pgtest"
+	"github.com/mcprl/mcprl/look"
 	"github.com/mcprl/mcprl/reward"
 	"github.com/mcprl/mcprl/rollout"
 	"github.com/mcprl/mcprl/sandbox"
@@ -152,20 +153,23 @@ func checkTasks(t *testing.T, fx *task.Fixture, tasks []task.Task, traps map[str
 			}
 		}
 		calls := traj.Calls()
-		if len(calls) != len(recorded) || len(calls) < 1 || len(calls) > 2 {
+		if len(calls) != len(recorded) || len(calls) < 1 || len(calls) > 3 {
 			t.Errorf("%s: %d calls replayed, %d observations recorded", tk.ID, len(calls), len(recorded))
 		}
-		if len(calls) == 2 {
-			// A two-step golden looks first (or, with Options.LookupShare,
-			// finds a key: "SELECT id FROM ... WHERE"), and what it looks at
-			// has rows: the golden never follows an empty or failed result.
-			look := string(calls[0].Call.Arguments)
+		for j := 0; j+1 < len(calls); j++ {
+			// Every call before the last looks (with Options.TablesShare,
+			// first at the tables; then at a column's values or a few
+			// rows) or, with Options.LookupShare, finds a key ("SELECT id
+			// FROM ... WHERE"), and what it looks at has rows: the golden
+			// never follows an empty or failed result.
+			look := string(calls[j].Call.Arguments)
 			lookup := regexp.MustCompile(`^\{"sql":"SELECT \w+ FROM \w+ WHERE \w+ = `).MatchString(look)
-			if !strings.Contains(look, "SELECT DISTINCT") && !strings.Contains(look, "LIMIT 3") && !lookup {
-				t.Errorf("%s: a two-step golden whose first call is no look: %s", tk.ID, look)
+			tables := j == 0 && (strings.Contains(look, "sqlite_master") || strings.Contains(look, "information_schema.tables"))
+			if !strings.Contains(look, "SELECT DISTINCT") && !strings.Contains(look, "LIMIT 3") && !lookup && !tables {
+				t.Errorf("%s: a golden whose call %d of %d is no look: %s", tk.ID, j+1, len(calls), look)
 			}
-			if cellOf(calls[0].Text) == "" && strings.Contains(calls[0].Text, "(0 rows)") {
-				t.Errorf("%s: the look saw no row: %s", tk.ID, calls[0].Text)
+			if cellOf(calls[j].Text) == "" && strings.Contains(calls[j].Text, "(0 rows)") {
+				t.Errorf("%s: the look saw no row: %s", tk.ID, calls[j].Text)
 			}
 		}
 		for j := range calls {
@@ -709,6 +713,83 @@ func TestGenerateLookupShare(t *testing.T) {
 	if _, err := taskgen.Generate(context.Background(), loadFixture(t, "customers"), taskgen.Options{N: 5, LookupShare: bad}); err == nil {
 		t.Error("share -0.5 accepted")
 	}
+}
+
+// TestGenerateTablesShare: with Options.TablesShare 1 every ordinary golden
+// but lint's first lists the database's tables, in the backend's own SQL, and
+// sees every table of the fixture; the goldens replay and score as every
+// golden does; share 0 leaves the tasks byte for byte as without the
+// option; no share changes which questions are drawn, and a share outside
+// [0, 1] is refused.
+func TestGenerateTablesShare(t *testing.T) {
+	for _, tc := range []struct{ name, fixture, dsn, listing string }{
+		{"sqlite", "library", "", look.SQLiteTables},
+		{"customers", "customers", "", look.SQLiteTables},
+		{"postgres", "library", "postgres", look.PostgresTables},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dsn := ""
+			if tc.dsn != "" {
+				dsn = pgtest.DSN(t)
+			}
+			fx := loadFixture(t, tc.fixture)
+			opts := taskgen.Options{N: 60, Seed: 4, DSN: dsn}
+			plain := generate(t, fx, opts)
+			opts.TablesShare = 0
+			if none := generate(t, fx, opts); !bytes.Equal(encode(t, plain), encode(t, none)) {
+				t.Error("TablesShare 0 changed the tasks")
+			}
+			opts.TablesShare = 1
+			all, traps := generateTraps(t, fx, opts)
+			tables := fixtureTables(t, fx)
+			listed := 0
+			for i, tk := range all {
+				if tk.Task != plain[i].Task {
+					t.Fatalf("task %d: %q listing the tables, %q without: the share changed the questions", i, tk.Task, plain[i].Task)
+				}
+				if len(tk.Golden) == 0 || tk.Category == "lint" {
+					continue
+				}
+				var first struct{ SQL string }
+				if err := json.Unmarshal(tk.Golden[0].ToolCalls[0].Arguments, &first); err != nil {
+					t.Fatal(err)
+				}
+				if first.SQL != tc.listing {
+					t.Errorf("%s (%s): first call %q, want the table listing", tk.ID, tk.Category, first.SQL)
+					continue
+				}
+				listed++
+				seen := strings.Fields(tk.Golden[1].Content)
+				for _, table := range tables {
+					if !slices.Contains(seen, table) {
+						t.Errorf("%s: the listing %q misses table %s", tk.ID, tk.Golden[1].Content, table)
+					}
+				}
+			}
+			if listed == 0 {
+				t.Fatal("no golden lists the tables")
+			}
+			checkTasks(t, fx, all, traps, dsn)
+		})
+	}
+	for _, bad := range []float64{-0.5, 1.5} {
+		if _, err := taskgen.Generate(context.Background(), loadFixture(t, "customers"), taskgen.Options{N: 5, TablesShare: bad}); err == nil {
+			t.Errorf("share %g accepted", bad)
+		}
+	}
+}
+
+// fixtureTables is the names of the tables fx's schema.sql creates.
+func fixtureTables(t *testing.T, fx *task.Fixture) []string {
+	t.Helper()
+	var names []string
+	for _, m := range regexp.MustCompile(`(?i)CREATE TABLE\s+(?:IF NOT EXISTS\s+)?"?(\w+)"?`).FindAllStringSubmatch(fx.SchemaSQL, -1) {
+		names = append(names, m[1])
+	}
+	if len(names) == 0 {
+		t.Fatalf("fixture %s: no CREATE TABLE in its schema", fx.Name)
+	}
+	return names
 }
 
 // TestGenerateSystemPrompt: Options.SystemPrompt is every task's; without

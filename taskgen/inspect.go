@@ -5,12 +5,13 @@ import (
 	"strconv"
 
 	"github.com/mcprl/mcprl/look"
+	"github.com/mcprl/mcprl/sandbox/sqllex"
 )
 
 // This file is the look before the query: where a careful engineer would
-// check first (the values a column really takes, the columns a table
-// has), a two-step golden does, then queries. It is a happy path with a
-// second step, never a recovery: the look always shows rows.
+// check first (the tables a database has, the values a column really
+// takes, the columns a table has), a golden does, then queries. It is a
+// happy path with more steps, never a recovery: the look always shows rows.
 
 // look returns the inspection step c's golden starts with, when c is one
 // of the Options.InspectShare tasks that get one (chosen by a hash of its
@@ -25,6 +26,20 @@ func (g *gen) look(c *cand) (step, bool) {
 		return step{}, false
 	}
 	return step{say: say, sql: sql}, true
+}
+
+// tables returns the first step of c's golden when c is one of the
+// Options.TablesShare tasks whose golden lists the database's tables
+// before anything else (chosen as the look's are, independently of them).
+func (g *gen) tables(c *cand) (step, bool) {
+	if IsEdgeCase(c.cat) || c.cat == "lint" || len(c.steps) == 0 || !g.share(g.opts.TablesShare, "tables", c.oracle) {
+		return step{}, false
+	}
+	sql := look.SQLiteTables
+	if g.db.Dialect() == sqllex.PostgreSQL {
+		sql = look.PostgresTables
+	}
+	return step{say: "First I list the database's tables.", sql: sql}, true
 }
 
 // inspects reports whether the task with this oracle gets a two-step

@@ -20,24 +20,24 @@ func newTasksCmd() *cobra.Command {
 
 func newTasksGenerateCmd() *cobra.Command {
 	var (
-		fixture, out, dsn, systemPrompt string
-		n                               int
-		seed                            uint64
-		inspectShare, lookupShare       float64
+		fixture, out, dsn, systemPrompt   string
+		n                                 int
+		seed                              uint64
+		inspectShare, lookupShare, tables float64
 	)
 	cmd := command("tasks-generate", func(cmd *cobra.Command, _ []string) error {
 		fx, err := task.LoadFixture(fixture)
 		if err != nil {
 			return err
 		}
-		tasks, err := taskgen.Generate(cmd.Context(), fx, taskgen.Options{N: n, Seed: seed, DSN: dsn, InspectShare: &inspectShare, LookupShare: lookupShare, SystemPrompt: systemPrompt})
+		tasks, err := taskgen.Generate(cmd.Context(), fx, taskgen.Options{N: n, Seed: seed, DSN: dsn, InspectShare: &inspectShare, LookupShare: lookupShare, TablesShare: tables, SystemPrompt: systemPrompt})
 		if err != nil {
 			return err
 		}
 		if err := task.WriteFile(out, tasks); err != nil {
 			return err
 		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d tasks for fixture %s to %s:%s (--inspect-share %g, --lookup-share %g)\n", len(tasks), fx.Name, out, taskgen.Count(tasks), inspectShare, lookupShare)
+		fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d tasks for fixture %s to %s:%s (--inspect-share %g, --lookup-share %g, --tables-share %g)\n", len(tasks), fx.Name, out, taskgen.Count(tasks), inspectShare, lookupShare, tables)
 		if len(tasks) < n {
 			fmt.Fprintf(cmd.ErrOrStderr(), "note: the fixture offers only %d distinct questions (asked for %d)\n", len(tasks), n)
 		}
@@ -45,6 +45,7 @@ func newTasksGenerateCmd() *cobra.Command {
 	})
 	cmd.Flags().Float64Var(&inspectShare, "inspect-share", taskgen.DefaultInspectShare, "share of the ordinary tasks whose golden looks (distinct values of the filtered column, or a few rows) before it queries")
 	cmd.Flags().Float64Var(&lookupShare, "lookup-share", 0, "share of the questions about one named row (the orders of the customer 'James Gosling') whose golden first finds the row's key, then queries by the key it read")
+	cmd.Flags().Float64Var(&tables, "tables-share", 0, "share of the ordinary tasks whose golden first lists the database's tables (the look at a schema it has not seen)")
 	cmd.Flags().StringVar(&fixture, "fixture", "", "fixture directory (schema.sql, data.sql, sandbox.yaml), e.g. examples/fixtures/customers")
 	cmd.Flags().StringVar(&out, "out", "", "JSONL file to write the tasks to")
 	cmd.Flags().IntVar(&n, "n", taskgen.DefaultN, "number of tasks to generate")
