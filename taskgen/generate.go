@@ -347,6 +347,10 @@ func (g *gen) realize(c *cand) (bool, error) {
 		}
 	}
 	if tables, ok := g.tables(c); ok {
+		if rest := slices.Clone(steps); strings.HasPrefix(rest[0].say, "First ") {
+			rest[0].say = "Then " + strings.TrimPrefix(rest[0].say, "First ") // the look (or the lookup) comes second now
+			steps = rest
+		}
 		steps = append([]step{tables}, steps...)
 	}
 	for _, st := range steps {

@@ -759,6 +759,9 @@ func TestGenerateTablesShare(t *testing.T) {
 					continue
 				}
 				listed++
+				if next := tk.Golden[2].Content; strings.HasPrefix(next, "First") {
+					t.Errorf("%s: the step after the listing says %q", tk.ID, next)
+				}
 				seen := strings.Fields(tk.Golden[1].Content)
 				for _, table := range tables {
 					if !slices.Contains(seen, table) {
