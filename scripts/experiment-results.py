@@ -74,6 +74,11 @@ def well_formed(call: dict) -> bool:
     return not call.get("parse_error") and bool(call.get("name"))
 
 
+def is_setback(call: dict) -> bool:
+    """the call failed, was malformed or came back empty."""
+    return bool(call.get("is_error") or call.get("parse_error") or "(0 rows)" in str(call.get("result", "")))
+
+
 def retried(c: dict) -> bool:
     """a well-formed tool call came after a failed, malformed or empty one (a recovery attempt)."""
     setback = False
@@ -81,15 +86,14 @@ def retried(c: dict) -> bool:
         for call in t.get("calls") or []:
             if setback and well_formed(call):
                 return True
-            if call.get("is_error") or call.get("parse_error") or "(0 rows)" in str(call.get("result", "")):
+            if is_setback(call):
                 setback = True
     return False
 
 
 def setback_of(c: dict) -> bool:
     """a call failed, was malformed or came back empty (retried's setback)."""
-    return any(call.get("is_error") or call.get("parse_error") or "(0 rows)" in str(call.get("result", ""))
-               for t in c["turns"] for call in t.get("calls") or [])
+    return any(is_setback(call) for t in c["turns"] for call in t.get("calls") or [])
 
 
 @functools.cache
@@ -134,8 +138,7 @@ def setback_end(c: dict) -> str:
             if failed is not None and well_formed(call):
                 same = (call.get("name"), call.get("arguments")) == (failed.get("name"), failed.get("arguments"))
                 return "repeated" if same else "changed"
-            if failed is None and (call.get("is_error") or call.get("parse_error")
-                                   or "(0 rows)" in str(call.get("result", ""))):
+            if failed is None and is_setback(call):
                 failed = call
     return "answered" if (c.get("answer") or "").strip() else "stopped"
 

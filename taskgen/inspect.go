@@ -18,7 +18,7 @@ import (
 // oracle and the seed, so that the share does not change which questions
 // are drawn).
 func (g *gen) look(c *cand) (step, bool) {
-	if IsEdgeCase(c.cat) || c.cat == "lint" || len(c.steps) == 0 || !g.inspects(c.oracle) {
+	if !lookable(c) || !g.inspects(c.oracle) {
 		return step{}, false
 	}
 	say, sql, ok := look.Before(c.steps[0].sql)
@@ -32,7 +32,7 @@ func (g *gen) look(c *cand) (step, bool) {
 // Options.TablesShare tasks whose golden lists the database's tables
 // before anything else (chosen as the look's are, independently of them).
 func (g *gen) tables(c *cand) (step, bool) {
-	if IsEdgeCase(c.cat) || c.cat == "lint" || len(c.steps) == 0 || !g.share(g.opts.TablesShare, "tables", c.oracle) {
+	if !lookable(c) || !g.share(g.opts.TablesShare, "tables", c.oracle) {
 		return step{}, false
 	}
 	sql := look.SQLiteTables
@@ -41,6 +41,11 @@ func (g *gen) tables(c *cand) (step, bool) {
 	}
 	return step{say: "First I list the database's tables.", sql: sql}, true
 }
+
+// lookable reports whether c's golden may look before it queries: an
+// ordinary question answered by a query (edge cases have no golden, and a
+// lint task's is a linter run).
+func lookable(c *cand) bool { return !IsEdgeCase(c.cat) && c.cat != "lint" && len(c.steps) > 0 }
 
 // inspects reports whether the task with this oracle gets a two-step
 // golden that looks first (Options.InspectShare).
